@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs what superpod needs on a fresh Debian 12 / Ubuntu 22.04+ machine:
+# system packages, then a virtualenv in .venv with the project and its tools.
+# Idempotent: a second run only checks.  Usage: scripts/bootstrap.sh [--with-containers]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v python3 >/dev/null || need_apt+=(python3)
+python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+command -v git >/dev/null || need_apt+=(git)
+if [[ "${1:-}" == "--with-containers" ]]; then
+  command -v dockerd >/dev/null || need_apt+=(docker.io)
+  command -v debootstrap >/dev/null || need_apt+=(debootstrap)
+  command -v ip >/dev/null || need_apt+=(iproute2)
+fi
+if ((${#need_apt[@]})); then
+  sudo_cmd=""; [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+# The install is keyed on the files that define it, so a second run is instant.
+stamp=.venv/.superpod-install
+key=$(cat pyproject.toml agents/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv
+fi
+if [[ "$(cat "$stamp" 2>/dev/null)" != "$key" ]]; then
+  .venv/bin/pip install -q -U pip
+  extra=()
+  for agent in agents/*/pyproject.toml; do
+    [[ -f "$agent" ]] && extra+=(-e "$(dirname "$agent")[test]")
+  done
+  .venv/bin/pip install -q -e '.[test,pulumi,ansible]' "${extra[@]}"
+  echo "$key" > "$stamp"
+fi

@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The whole test suite: install what is needed, then lint, pytest and the
+# container tests (molecule scenarios, end-to-end runs), the independent parts in parallel.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+containers=""
+[[ -x scripts/molecule.sh ]] && containers="--with-containers"
+scripts/bootstrap.sh $containers
+export PATH="$PWD/.venv/bin:$PATH"
+
+logdir=build/test-logs; mkdir -p "$logdir"
+pids=(); names=()
+run_bg() { # name, command...
+  local name=$1; shift
+  ( "$@" >"$logdir/$name.log" 2>&1 ) & pids+=($!); names+=("$name")
+}
+
+# Container work is slow and mostly waits on I/O: start it first so it overlaps pytest.
+[[ -x scripts/molecule.sh ]] && run_bg molecule scripts/molecule.sh
+
+echo "== lint"
+ruff check .
+if [[ -d roles ]] && compgen -G "roles/*/tasks" >/dev/null; then
+  ansible-lint --profile production --offline -q roles playbooks site.yml
+fi
+
+echo "== pytest"
+pytest -q -n 2 -p no:cacheprovider
+
+status=0
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then echo "== ${names[$i]}: ok"; else
+    echo "== ${names[$i]}: FAILED (last lines of $logdir/${names[$i]}.log)"; tail -n 80 "$logdir/${names[$i]}.log"; status=1
+  fi
+done
+exit $status
