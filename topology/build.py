@@ -1,0 +1,75 @@
+"""build(spec) -> Layout: composes the builders and checks the invariants that must hold."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from topology import catalog, ipam
+from topology.fabric import compute_fabric, inband_fabric, names_for, size_compute, storage_fabric
+from topology.model import Layout, Link
+from topology.racks import place_racks
+from topology.spec import PodSpec
+
+
+def _media(speed: int, length: str) -> str:
+    if speed <= 10:
+        return "copper"
+    return {"in_rack": "DAC", "same_row": "AOC"}.get(length, "fiber")
+
+
+def _with_lengths(links: list[Link], rack_pos: dict[str, tuple[int, int]], rack_of: dict[str, str]) -> list[Link]:
+    out = []
+    for link in links:
+        ra, rb = rack_of[link.a_device], rack_of[link.b_device]
+        if ra == rb:
+            length = "in_rack"
+        elif rack_pos[ra][0] == rack_pos[rb][0]:
+            length = "same_row"
+        else:
+            length = "cross_row"
+        out.append(replace(link, length_class=length, media=_media(link.speed_gbps, length)))
+    return out
+
+
+def check_ports(links: list[Link]) -> None:
+    """No port carries two cables: a bug in a builder, never a user error."""
+    seen: set[tuple[str, str]] = set()
+    for link in links:
+        for end in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
+            if end in seen:
+                raise AssertionError(f"port used twice: {end[0]} {end[1]}")
+            seen.add(end)
+
+
+def build(spec: PodSpec) -> Layout:
+    cat = catalog.load()
+    sizing = size_compute(spec, cat)
+    names = names_for(spec, sizing)
+    ufm = spec.compute_fabric.fabric_manager
+    devices, links, tiers = compute_fabric(spec, cat, sizing, names)
+    for builder in (storage_fabric, inband_fabric):
+        d, lk, t = builder(spec, cat, names, ufm)
+        devices += d
+        links += lk
+        tiers += t
+    devices, oob_links, racks, rack_positions = place_racks(spec, cat, names, devices)
+    links += oob_links
+    check_ports(links)
+    rack_of = {d.name: d.rack for d in devices}
+    links = _with_lengths(links, {r.name: (r.row, r.position) for r in racks}, rack_of)
+    addresses, asns = ipam.plan(spec, cat, sizing, devices, links, racks, rack_positions)
+    facts = {
+        "tiers": sizing.tiers,
+        "nodes": sum(1 for d in devices if d.role == "gpu_node"),
+        "gpus": sum(1 for d in devices if d.role == "gpu_node") * cat.nodes[spec.node_model].gpu_count,
+        "rails": sizing.rails,
+        "link_speed_gbps": sizing.speed,
+        "leaf_ports_down": sizing.slots,
+        "leaf_ports_up": sizing.up,
+        "spines_end_state": sizing.spines_max,
+        "blocks_end_state": sizing.blocks_max if sizing.tiers == 3 else 0,
+        "sus_per_block": sizing.block_sus if sizing.tiers == 3 else 0,
+        "cores": sizing.cores,
+    }
+    return Layout(spec=spec, devices=tuple(devices), links=tuple(links), racks=tuple(racks),
+                  addresses=tuple(addresses), asns=tuple(asns), tiers=tuple(tiers), facts=facts)

@@ -1,0 +1,141 @@
+"""Hardware catalog: node, switch, appliance, PDU and CDU models, loaded from data."""
+
+from __future__ import annotations
+
+from functools import cache
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+
+class _Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Gpu(_Entry):
+    architecture: str
+    memory_gb: int
+    memory_type: str
+    compute_capability: str
+    fp16_tflops: float
+    nvlink: bool
+
+
+class ComputeNic(_Entry):
+    gpu: int
+    hca: str
+    pci_bus: int
+    numa: int
+
+    def netdev(self, fabric_kind: str) -> str:
+        # Predictable names from the PCI bus, as udev names them on DGX OS / Ubuntu.
+        return f"ibp{self.pci_bus}s0" if fabric_kind == "infiniband" else f"enp{self.pci_bus}s0np0"
+
+
+class HostNic(_Entry):
+    hca: str
+    netdev: str
+    numa: int
+
+
+class NodeModel(_Entry):
+    description: str
+    gpu: str
+    gpu_count: int
+    nvswitch: bool
+    numa_nodes: int
+    compute_nic_speed_gbps: int
+    compute_nics: tuple[ComputeNic, ...]
+    storage_nic_speed_gbps: int
+    storage_nics: tuple[HostNic, ...]
+    inband_nic_speed_gbps: int
+    inband_nics: tuple[HostNic, ...]
+    bmc_port: str
+    power_kw: float
+    rack_units: int
+    liquid_capture: float
+
+    @property
+    def rails(self) -> int:
+        return len(self.compute_nics)
+
+
+class SwitchModel(_Entry):
+    description: str
+    kind: str  # ethernet | infiniband
+    cages: int
+    cage_speed_gbps: int
+    lanes: dict[int, int]  # port speed -> ports per cage
+    port_name: str
+    breakout_name: str | None = None
+    sub_base: int = 0
+    uplink_cages: int = 0
+    uplink_speed_gbps: int = 0
+    mgmt_port: str
+    power_kw: float
+    rack_units: int
+
+    def radix(self, speed_gbps: int) -> int:
+        """Ports at `speed_gbps` (breakout included); 0 when the speed is not supported."""
+        return self.cages * self.lanes.get(speed_gbps, 0)
+
+    def port(self, index: int, speed_gbps: int) -> str:
+        """Name of logical port `index` (0-based) at `speed_gbps`."""
+        per_cage = self.lanes[speed_gbps]
+        cage, sub = divmod(index, per_cage)
+        split = per_cage > 1 and self.breakout_name is not None
+        template = self.breakout_name if split else self.port_name
+        return template.format(cage=cage + 1, sub=sub + self.sub_base)
+
+    def uplink_port(self, index: int) -> str:
+        """Dedicated uplink cages that follow the access ports (e.g. SN2201 swp49-52)."""
+        return self.port_name.format(cage=self.cages + index + 1, sub=self.sub_base)
+
+
+class Appliance(_Entry):
+    description: str
+    port_name: str
+    bmc_port: str
+    power_kw: float
+    rack_units: int
+    fabric_links: int = 0
+    storage_ports: int = 0
+    storage_speed_gbps: int = 0
+    inband_ports: int = 0
+    inband_speed_gbps: int = 0
+
+    def port(self, index: int) -> str:
+        return self.port_name.format(index=index)
+
+
+class PduModel(_Entry):
+    vendor: str
+    protocol: str
+    max_kw: float
+    outlets: int
+    mgmt_port: str
+
+
+class CduModel(_Entry):
+    vendor: str
+    protocol: str
+    capacity_kw: float
+    mgmt_port: str
+    rack_units: int
+
+
+class Catalog(_Entry):
+    gpus: dict[str, Gpu]
+    nodes: dict[str, NodeModel]
+    switches: dict[str, SwitchModel]
+    appliances: dict[str, Appliance]
+    pdus: dict[str, PduModel]
+    cdus: dict[str, CduModel]
+
+
+@cache
+def load() -> Catalog:
+    text = (Path(__file__).parent / "data" / "catalog.yaml").read_text(encoding="utf-8")
+    data = {k: v for k, v in yaml.safe_load(text).items() if not k.startswith("_")}
+    return Catalog.model_validate(data)

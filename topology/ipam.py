@@ -1,0 +1,241 @@
+"""Every address, subnet and ASN of the pod, positional and checked against its pool.
+
+Each address derives from a device's or link's `slot` (its position in the end state),
+never from "next free": growing a pod from N to N+1 SUs renumbers nothing, and a pool too
+small for `max_scalable_units` fails at plan time. Conventions follow RFC 3021 (/31 on
+point-to-point links, parent .0 / child .1 as Arista AVD does) and RFC 7938 (one ASN for
+the top tier, one per spine group, one per leaf).
+"""
+
+from __future__ import annotations
+
+from math import ceil, log2
+
+import netaddr
+from netaddr.strategy.ipv4 import int_to_str
+
+from topology.catalog import Catalog
+from topology.errors import SpecError
+from topology.fabric import ComputeSizing
+from topology.model import Address, Asn, Device, Link, Rack
+from topology.spec import PodSpec
+
+
+class Pool:
+    """A pool cut into equal subnets by index; refuses an index beyond its end."""
+
+    def __init__(self, spec: PodSpec, name: str, prefix_len: int, needed: int):
+        self.name = name
+        self.net = netaddr.IPNetwork(getattr(spec.addressing, name))
+        if prefix_len < self.net.prefixlen:
+            raise SpecError(f"addressing.{name}", f"{self.net} is smaller than one /{prefix_len} subnet")
+        self.prefix_len = prefix_len
+        self.size = 2 ** (32 - prefix_len)
+        capacity = self.net.size // self.size
+        if needed > capacity:
+            raise SpecError(f"addressing.{name}",
+                            f"{self.net} holds {capacity} /{prefix_len} subnets; the end state "
+                            f"(max_scalable_units={spec.max_su}) needs {needed}")
+        self.first = int(self.net.first)
+
+    def subnet(self, index: int) -> tuple[int, str]:
+        base = self.first + index * self.size
+        return base, f"{int_to_str(base)}/{self.prefix_len}"
+
+    def host(self, index: int, offset: int) -> tuple[str, str]:
+        base, network = self.subnet(index)
+        return f"{int_to_str(base + offset)}/{self.prefix_len}", network
+
+
+def prefix_for(hosts: int) -> int:
+    """Smallest subnet holding `hosts` addresses plus network and broadcast."""
+    return 32 - max(2, ceil(log2(hosts + 2)))
+
+
+def check_overlaps(spec: PodSpec) -> None:
+    pools = list(spec.addressing.pools().items())
+    for i, (a, na) in enumerate(pools):
+        for b, nb in pools[i + 1:]:
+            if na.first <= nb.last and nb.first <= na.last:
+                raise SpecError(f"addressing.{a}", f"{na} overlaps addressing.{b} ({nb})")
+
+
+def plan(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], links: list[Link],
+         racks: list[Rack], rack_positions: int) -> tuple[list[Address], list[Asn]]:
+    check_overlaps(spec)
+    node = cat.nodes[spec.node_model]
+    cf = spec.compute_fabric
+    routed = cf.kind == "roce"
+    out: list[Address] = []
+    add = out.append
+    by_tier: dict[str, list[Link]] = {}
+    for link in links:
+        by_tier.setdefault(link.tier, []).append(link)
+    nodes_max = spec.max_su * spec.nodes_per_su
+
+    # Rails: a /31 per GPU NIC (leaf .0, NIC .1), or one subnet per rail leaf; IPoIB per rail.
+    if routed and spec.addressing.rail_mode == "p2p":
+        pool = Pool(spec, "rails", 31, nodes_max * sz.rails)
+        for lk in by_tier.get("node-leaf", ()):
+            base, net = pool.subnet(lk.slot)
+            add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "rails", int_to_str(base + 1)))
+            add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "rails", int_to_str(base)))
+    elif routed or spec.addressing.ipoib:
+        per_leaf = routed
+        groups = spec.max_su * sz.rails if per_leaf else sz.rails
+        plen = prefix_for((spec.nodes_per_su if per_leaf else nodes_max) + 1)
+        pool = Pool(spec, "rails", plen, groups)
+        gateways_done: set[str] = set()
+        for lk in by_tier.get("node-leaf", ()):
+            node_slot, rail = divmod(lk.slot, sz.rails)
+            su0, n0 = divmod(node_slot, spec.nodes_per_su)
+            index = su0 * sz.rails + rail if per_leaf else rail
+            host = (n0 if per_leaf else node_slot) + 2  # .1 is the gateway
+            base, net = pool.subnet(index)
+            gw = int_to_str(base + 1) if per_leaf else ""
+            add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + host)}/{plen}", net, "rails", gw))
+            if per_leaf and lk.b_device not in gateways_done:
+                gateways_done.add(lk.b_device)
+                add(Address(lk.b_device, f"vlan{100 + rail}", f"{gw}/{plen}", net, "rails"))
+
+    # Switch-to-switch /31s, one region per tier sized for the end state.
+    if routed or cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
+        regions = []
+        if routed:
+            regions += [("leaf-spine", spec.max_su * sz.rails * sz.up),
+                        ("spine-core", sz.spines_max * sz.spine_up if sz.tiers == 3 else 0)]
+        storage_up = [lk for lk in by_tier.get("storage_leaf-storage_spine", ())]
+        if storage_up and cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
+            regions.append(("storage_leaf-storage_spine", _storage_uplinks_max(spec, cat, storage_up)))
+        pool = Pool(spec, "fabric_p2p", 31, sum(n for _, n in regions))
+        offset = 0
+        for tier, count in regions:
+            for lk in by_tier.get(tier, ()):
+                base, net = pool.subnet(offset + lk.slot)
+                # the upper tier (b end) is the parent: .0; the lower tier is .1
+                add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "fabric_p2p", int_to_str(base + 1)))
+                add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "fabric_p2p", int_to_str(base)))
+            offset += count
+
+    # Loopbacks (/32) of routed switches, by role region.
+    loop_roles = (["leaf", "spine", "core"] if routed else []) + (
+        ["storage_leaf", "storage_spine"] if cat.switches[spec.storage_fabric.switch_model].kind == "ethernet" else [])
+    region_size = _loopback_regions(spec, sz, devices)
+    if loop_roles:
+        pool = Pool(spec, "loopbacks", 32, sum(region_size[r] for r in loop_roles))
+        offset = 0
+        for role in loop_roles:
+            for d in devices:
+                if d.role == role:
+                    address, net = pool.host(offset + d.slot, 0)
+                    add(Address(d.name, "lo", address, net, "loopbacks"))
+            offset += region_size[role]
+
+    # In-band: one subnet per SU (gateway .1, node n at .1+n), one for pod services.
+    plen = prefix_for(spec.nodes_per_su + 1)
+    services_hosts = spec.management.inband.mgmt_nodes + 1
+    plen = min(plen, prefix_for(services_hosts))
+    pool = Pool(spec, "inband", plen, spec.max_su + 1)
+    for d in devices:
+        if d.role == "gpu_node":
+            su0, n0 = divmod(d.slot, spec.nodes_per_su)
+            address, net = pool.host(su0, n0 + 2)
+            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(su0)[0] + 1)))
+        elif d.role == "mgmt_node":
+            address, net = pool.host(spec.max_su, d.slot + 2)
+            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(spec.max_su)[0] + 1)))
+
+    # Storage: per SU storage leaf subnet for node storage ports; servers in the last one.
+    if spec.storage_fabric.enabled:
+        ppn = len(node.storage_nics)
+        server_ports = spec.storage_fabric.storage_servers * cat.appliances[spec.storage_fabric.server_model].storage_ports
+        plen = min(prefix_for(spec.nodes_per_su * ppn + 1), prefix_for(server_ports + 1))
+        pool = Pool(spec, "storage", plen, spec.max_su + 1)
+        for lk in by_tier.get("node-storage_leaf", ()):
+            su0, rest = divmod(lk.slot, spec.nodes_per_su * ppn)
+            address, net = pool.host(su0, rest + 2)
+            add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(su0)[0] + 1)))
+        for lk in by_tier.get("server-storage_leaf", ()):
+            address, net = pool.host(spec.max_su, lk.slot + 2)
+            add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(spec.max_su)[0] + 1)))
+
+    out += _oob(spec, devices, links, racks, rack_positions)
+    return out, _asns(spec, cat, sz, devices, region_size)
+
+
+def _storage_uplinks_max(spec: PodSpec, cat: Catalog, storage_up: list[Link]) -> int:
+    """Storage leaf uplinks of the end state: every SU's leaf plus the server leaves."""
+    per_su_leaf = sum(1 for lk in storage_up if lk.a_device == storage_up[0].a_device)  # SU 1's leaf
+    server_links = sum(1 for lk in storage_up if not lk.a_device.startswith("su"))
+    return spec.max_su * per_su_leaf + server_links
+
+
+def _loopback_regions(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -> dict[str, int]:
+    storage_leaves = max((d.slot for d in devices if d.role == "storage_leaf"), default=-1) + 1
+    return {
+        "leaf": spec.max_su * sz.rails,
+        "spine": sz.spines_max,
+        "core": sz.cores,
+        "storage_leaf": max(storage_leaves, spec.max_su),
+        "storage_spine": sum(1 for d in devices if d.role == "storage_spine"),
+    }
+
+
+def _oob(spec: PodSpec, devices: list[Device], links: list[Link], racks: list[Rack],
+         rack_positions: int) -> list[Address]:
+    """OOB: one subnet per rack position (gateway .1, the rack's OOB switches next, then
+    every managed device in the order it is cabled)."""
+    oob_links: dict[str, list[Link]] = {}
+    for lk in links:
+        if lk.tier == "device-oob":
+            oob_links.setdefault(lk.b_device, []).append(lk)
+    switches_in = {r.name: sorted(d.name for d in devices if d.role == "oob_switch" and d.rack == r.name)
+                   for r in racks}
+    per_rack = max((sum(len(oob_links.get(s, ())) for s in sw) + len(sw) for sw in switches_in.values()), default=1)
+    plen = prefix_for(per_rack + 1)
+    # Rack ordinals cover every position of the end state's rows.
+    pool = Pool(spec, "oob", plen, rack_positions)
+    out = []
+    for r in racks:
+        index = r.ordinal
+        gw = int_to_str(pool.subnet(index)[0] + 1)
+        host = 2
+        for sw in switches_in[r.name]:
+            address, net = pool.host(index, host)
+            out.append(Address(sw, "vlan1", address, net, "oob", gw))
+            host += 1
+        for sw in switches_in[r.name]:
+            for lk in sorted(oob_links.get(sw, ()), key=lambda x: x.a_device):
+                address, net = pool.host(index, host)
+                out.append(Address(lk.a_device, lk.a_port, address, net, "oob", gw))
+                host += 1
+    return out
+
+
+def _asns(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device],
+          region_size: dict[str, int]) -> list[Asn]:
+    a = spec.addressing
+    out: list[Asn] = []
+    nxt = a.asn_first
+    if spec.compute_fabric.kind == "roce":
+        top = "core" if sz.tiers == 3 else "spine"
+        groups = sz.blocks_max if sz.tiers == 3 else 0
+        for d in devices:
+            if d.role == top:
+                out.append(Asn(d.name, nxt, "top-tier"))
+            elif d.role == "spine":
+                out.append(Asn(d.name, nxt + 1 + d.block - 1, "spine-group"))
+            elif d.role == "leaf":
+                out.append(Asn(d.name, nxt + 1 + groups + d.slot, "leaf"))
+        nxt += 1 + groups + region_size["leaf"]
+    if spec.storage_fabric.enabled and cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
+        for d in devices:
+            if d.role == "storage_spine":
+                out.append(Asn(d.name, nxt, "storage-top-tier"))
+            elif d.role == "storage_leaf":
+                out.append(Asn(d.name, nxt + 1 + d.slot, "storage-leaf"))
+        nxt += 1 + region_size["storage_leaf"]
+    if nxt - 1 > a.asn_last:
+        raise SpecError("addressing.asn_last", f"ASN range {a.asn_first}-{a.asn_last} holds "
+                        f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}")
+    return out

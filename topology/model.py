@@ -1,0 +1,106 @@
+"""The layout's vocabulary: plain frozen data, no behaviour beyond lookups."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+
+@dataclass(frozen=True, slots=True)
+class Device:
+    name: str
+    role: str  # gpu_node, leaf, spine, core, storage_leaf, storage_spine, storage_server, ...
+    model: str
+    su: int | None = None  # 1-based scalable unit, None for pod-wide gear
+    rack: str | None = None
+    rail: int | None = None  # rail leaves only
+    block: int | None = None  # spines of a three-tier fabric
+    power_kw: float = 0.0
+    rack_units: int = 0
+    slot: int = 0  # position among its kind in the end state; addresses and ASNs derive from it
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    a_device: str
+    a_port: str
+    b_device: str
+    b_port: str
+    fabric: str  # compute, storage, inband, oob
+    tier: str  # node-leaf, leaf-spine, spine-core, ...
+    speed_gbps: int
+    slot: int = -1  # position among its tier's links in the end state (addresses derive from it)
+    length_class: str = ""  # in_rack, same_row, cross_row
+    media: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Rack:
+    name: str
+    row: int  # 0-based
+    position: int  # 1-based within the row
+    kind: str  # compute, network, infra, cdu
+    su: int | None
+    budget_kw: float
+    planned_kw: float
+    liquid_kw: float
+    air_kw: float
+    cooling: str
+    rack_units_used: int
+    ordinal: int = 0  # position among the end state's rack positions (OOB subnets derive from it)
+
+
+@dataclass(frozen=True, slots=True)
+class Address:
+    device: str
+    interface: str
+    address: str  # with prefix length, e.g. 100.64.0.1/31
+    network: str
+    pool: str
+    peer: str = ""  # the other end of a point-to-point link, or the gateway
+
+
+@dataclass(frozen=True, slots=True)
+class Asn:
+    device: str
+    asn: int
+    scope: str  # leaf, spine-group, top-tier, storage-leaf, storage-top-tier
+
+
+@dataclass(frozen=True, slots=True)
+class Tier:
+    """Counts and oversubscription of one tier, for the summary and the purchase order."""
+
+    fabric: str
+    role: str
+    switches: int
+    down_ports: int
+    up_ports: int
+    model: str
+    speed_gbps: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    spec: object  # topology.spec.PodSpec
+    devices: tuple[Device, ...]
+    links: tuple[Link, ...]
+    racks: tuple[Rack, ...] = ()
+    addresses: tuple[Address, ...] = ()
+    asns: tuple[Asn, ...] = ()
+    tiers: tuple[Tier, ...] = ()
+    facts: dict = field(default_factory=dict)  # derived numbers worth printing (tiers, blocks, ...)
+
+    @cached_property
+    def by_name(self) -> dict[str, Device]:
+        return {d.name: d for d in self.devices}
+
+    def role(self, role: str) -> list[Device]:
+        return [d for d in self.devices if d.role == role]
+
+    @cached_property
+    def addresses_by_device(self) -> dict[str, list[Address]]:
+        out: dict[str, list[Address]] = {}
+        for a in self.addresses:
+            out.setdefault(a.device, []).append(a)
+        return out

@@ -1,0 +1,57 @@
+"""Device names. A name depends only on the device's position and the pod's end state
+(`max_scalable_units` fixes the number widths), so growing a pod renames nothing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+def width(count: int) -> int:
+    return max(2, len(str(count)))
+
+
+def row_letters(row: int) -> str:
+    """0 -> a, 25 -> z, 26 -> aa: spreadsheet-style row names."""
+    letters = ""
+    row += 1
+    while row:
+        row, rem = divmod(row - 1, 26)
+        letters = chr(ord("a") + rem) + letters
+    return letters
+
+
+@dataclass(frozen=True)
+class Names:
+    su_width: int
+    node_width: int
+    spine_width: int
+    core_width: int
+
+    def su(self, su: int) -> str:
+        return f"su{su:0{self.su_width}d}"
+
+    def node(self, su: int, node: int) -> str:
+        return f"{self.su(su)}-node{node:0{self.node_width}d}"
+
+    def leaf(self, su: int, rail: int) -> str:
+        return f"{self.su(su)}-leaf-rail{rail}"
+
+    def spine(self, index: int) -> str:  # 0-based position
+        return f"spine-{index + 1:0{self.spine_width}d}"
+
+    def core(self, index: int) -> str:
+        return f"core-{index + 1:0{self.core_width}d}"
+
+    def storage_leaf(self, su: int) -> str:
+        return f"{self.su(su)}-storage-leaf"
+
+    def inband(self, su: int, side: int) -> str:
+        return f"{self.su(su)}-inband-{chr(ord('a') + side)}"
+
+    @staticmethod
+    def numbered(prefix: str, index: int, count: int) -> str:
+        return f"{prefix}-{index + 1:0{width(count)}d}"
+
+    @staticmethod
+    def rack(row: int, position: int) -> str:
+        return f"rack-{row_letters(row)}{position:02d}"

@@ -1,0 +1,300 @@
+"""Racks: placement by power and space, PDUs on A/B feeds, CDUs, and the OOB network.
+
+Placement is positional like everything else: SU s always occupies the same rack
+positions, pod-wide gear fills rows after the last SU row of the end state, so growing a
+pod moves nothing. Nodes per rack follow the rack power budget and the node's draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from math import ceil, floor
+
+from topology.catalog import Catalog
+from topology.errors import SpecError
+from topology.model import Device, Link, Rack
+from topology.names import Names
+from topology.spec import PodSpec
+
+SU_NETWORK_ROLES = ("leaf", "storage_leaf", "inband_switch", "ufm")
+INFRA_ROLES = ("spine", "core", "storage_spine", "storage_leaf", "storage_server", "inband_core", "mgmt_node")
+
+
+@dataclass(frozen=True)
+class Slot:
+    name: str
+    power_kw: float
+    rack_units: int
+
+
+def pack(items: list[Slot], budget_kw: float, units: int) -> list[list[Slot]]:
+    """First-fit in order: fills a rack until power or space runs out, then opens the next."""
+    bins: list[list[Slot]] = []
+    kw = ru = 0.0
+    for item in items:
+        if item.power_kw > budget_kw or item.rack_units > units:
+            raise SpecError("racks.power_budget_kw",
+                            f"{item.name} ({item.power_kw} kW, {item.rack_units}U) does not fit one rack "
+                            f"({budget_kw} kW, {units}U usable)")
+        if not bins or kw + item.power_kw > budget_kw + 1e-9 or ru + item.rack_units > units:
+            bins.append([])
+            kw = ru = 0.0
+        bins[-1].append(item)
+        kw += item.power_kw
+        ru += item.rack_units
+    return bins
+
+
+class Placement:
+    """Where every device goes, computed for the end state (`max_scalable_units`)."""
+
+    def __init__(self, spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]):
+        self.spec, self.cat, self.names = spec, cat, names
+        r = spec.racks
+        node = cat.nodes[spec.node_model]
+        self.oob_model = cat.switches[spec.management.oob.switch_model]
+        self.cdu_model = self._cdu_model()
+        per_rack_cdu = r.cooling == "liquid" and r.cdu == "per_rack"
+        self.usable_ru = r.rack_units - r.reserved_units - (self.cdu_model.rack_units if per_rack_cdu else 0)
+        # A rack may draw what its budget allows and what one feed can carry alone (2N).
+        feed_kw = r.pdus_per_feed * cat.pdus[r.pdu_model].max_kw
+        self.usable_kw = min(r.power_budget_kw, feed_kw) - self.oob_model.power_kw
+        by_power = floor(self.usable_kw / node.power_kw + 1e-9)
+        by_space = self.usable_ru // node.rack_units
+        self.nodes_per_rack = min(by_power, by_space)
+        if self.nodes_per_rack < 1:
+            raise SpecError("racks.power_budget_kw",
+                            f"a rack of {r.power_budget_kw} kW and {r.rack_units}U cannot hold one "
+                            f"{spec.node_model} ({node.power_kw} kW, {node.rack_units}U) beside its OOB switch")
+        self.compute_racks_per_su = ceil(spec.nodes_per_su / self.nodes_per_rack)
+
+        # Network racks of an SU are packed from the SU's own switches; SU 1 may carry the
+        # UFM, so every SU reserves as many network racks as the fullest SU needs.
+        by_su: dict[int, list[Slot]] = {}
+        infra: list[Slot] = []
+        for d in devices:
+            slot = Slot(d.name, d.power_kw, d.rack_units)
+            if d.su is not None and d.role in SU_NETWORK_ROLES:
+                by_su.setdefault(d.su, []).append(slot)
+            elif d.su is None and d.role in INFRA_ROLES:
+                infra.append(slot)
+        network_bins = {su: pack(slots, self.usable_kw, self.usable_ru) for su, slots in by_su.items()}
+        self.network_racks_per_su = max(len(b) for b in network_bins.values())
+        self.racks_per_su = self.compute_racks_per_su + self.network_racks_per_su
+        self.sus_per_row = r.racks_per_row // self.racks_per_su
+
+        # Pod-wide gear is packed at its end-state size (spines of blocks not built yet keep
+        # their places) in rows after the last SU row.
+        infra = self._with_unbuilt_spines(infra, devices)
+        self.infra_bins = pack(infra, self.usable_kw, self.usable_ru)
+        self.first_infra_row = self._su_position(spec.max_su, self.racks_per_su - 1)[0] + 1
+
+        self.rack_of: dict[str, tuple[int, int]] = {}
+        for su, bins in network_bins.items():
+            for k, b in enumerate(bins):
+                for slot in b:
+                    self.rack_of[slot.name] = self._su_position(su, k)
+        for k, b in enumerate(self.infra_bins):
+            for slot in b:
+                self.rack_of[slot.name] = self._infra_position(k)
+        for d in devices:
+            if d.role == "gpu_node":
+                n = int(d.name.rsplit("node", 1)[1]) - 1
+                self.rack_of[d.name] = self._su_position(d.su, self.network_racks_per_su + n // self.nodes_per_rack)
+
+    def _cdu_model(self):
+        r = self.spec.racks
+        key = r.cdu_model or ("cdu-in-rack-100" if r.cdu == "per_rack" else "cdu-in-row-1300")
+        return self.cat.cdus[key]
+
+    def _with_unbuilt_spines(self, infra: list[Slot], devices: list[Device]) -> list[Slot]:
+        spines = [d for d in devices if d.role == "spine"]
+        if not spines or all(d.block is None for d in spines):
+            return infra
+        from topology.fabric import size_compute  # sizes are needed only for three tiers
+        sz = size_compute(self.spec, self.cat)
+        built = {d.name for d in spines}
+        sw = self.cat.switches[self.spec.compute_fabric.switch_model]
+        extra = [Slot(self.names.spine(i), sw.power_kw, sw.rack_units) for i in range(sz.spines_max)
+                 if self.names.spine(i) not in built]
+        # keep spines in index order ahead of the rest of the infra gear
+        spine_slots = sorted([s for s in infra if s.name in built] + extra, key=lambda s: s.name)
+        return spine_slots + [s for s in infra if s.name not in built]
+
+    def _su_position(self, su: int, k: int) -> tuple[int, int]:
+        if self.sus_per_row:
+            row, col = divmod(su - 1, self.sus_per_row)
+            return row, col * self.racks_per_su + k + 1
+        idx = (su - 1) * self.racks_per_su + k
+        row, pos = divmod(idx, self.spec.racks.racks_per_row)
+        return row, pos + 1
+
+    def _infra_position(self, k: int) -> tuple[int, int]:
+        row, pos = divmod(k, self.spec.racks.racks_per_row)
+        return self.first_infra_row + row, pos + 1
+
+    def rows_max(self, extra_racks: int = 0) -> int:
+        return self.first_infra_row + ceil((len(self.infra_bins) + extra_racks) / self.spec.racks.racks_per_row)
+
+    @property
+    def row_width(self) -> int:
+        """Rack positions in a row: the racks plus room for in-row CDUs at its end."""
+        r = self.spec.racks
+        cdus = ceil(r.racks_per_row * r.power_budget_kw / self.cdu_model.capacity_kw) if r.cooling == "liquid" else 0
+        return r.racks_per_row + cdus
+
+    def rack_index(self, row: int, position: int) -> int:
+        """A rack's ordinal in the end state: stable under growth, used for OOB uplink ports."""
+        return row * self.row_width + position - 1
+
+
+def oob_port_of(cat: Catalog, d: Device) -> str:
+    if d.role == "gpu_node":
+        return cat.nodes[d.model].bmc_port
+    if d.model in cat.switches:
+        return cat.switches[d.model].mgmt_port
+    if d.model in cat.appliances:
+        return cat.appliances[d.model].bmc_port
+    if d.model in cat.pdus:
+        return cat.pdus[d.model].mgmt_port
+    return cat.cdus[d.model].mgmt_port
+
+
+def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
+                ) -> tuple[list[Device], list[Link], list[Rack], int]:
+    """Assigns racks, adds PDUs, CDUs and OOB switches with their cables; checks budgets."""
+    pl = Placement(spec, cat, names, devices)
+    r = spec.racks
+    placed = [replace(d, rack=Names.rack(*pl.rack_of[d.name])) for d in devices]
+    racks: dict[str, list[Device]] = {}
+    for d in placed:
+        racks.setdefault(d.rack, []).append(d)
+    position = {name: pl.rack_of[members[0].name] for name, members in racks.items()}
+    su_of = {name: next((d.su for d in members if d.su is not None), None) for name, members in racks.items()}
+
+    extra: list[Device] = []
+    liquid = r.cooling == "liquid"
+    node = cat.nodes[spec.node_model]
+    cdu = pl.cdu_model
+    cdu_key = next(k for k, v in cat.cdus.items() if v is cdu)
+    if liquid:
+        row_liquid: dict[int, float] = {}
+        for name, members in racks.items():
+            lq = sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node")
+            if not lq:
+                continue
+            if r.cdu == "per_rack":
+                if lq > cdu.capacity_kw:
+                    raise SpecError("racks.cdu_model", f"{name} needs {lq:.1f} kW of liquid cooling; "
+                                    f"{cdu_key} removes {cdu.capacity_kw} kW")
+                extra.append(Device(f"{name}-cdu", "cdu", cdu_key, su=su_of[name], rack=name,
+                                    rack_units=cdu.rack_units))
+            else:
+                row_liquid[position[name][0]] = row_liquid.get(position[name][0], 0.0) + lq
+        # In-row CDUs stand at the row's end; sized for the row's end-state load.
+        for row in sorted(row_liquid):
+            full_row = _row_liquid_at_max(spec, pl, node, row)
+            for i in range(ceil(full_row / cdu.capacity_kw)):
+                rack = Names.rack(row, r.racks_per_row + 1 + i)
+                position[rack] = (row, r.racks_per_row + 1 + i)
+                su_of[rack] = None
+                racks[rack] = []
+                extra.append(Device(f"cdu-{rack.removeprefix('rack-')}", "cdu", cdu_key, rack=rack,
+                                    rack_units=cdu.rack_units))
+
+    # Out-of-band: SN2201-class switches in every rack, one per 48 managed devices, each
+    # dual-homed to aggregation switches. Every rack position of the end state owns `slots`
+    # OOB ordinals; ordinal o uses port o % radix on the aggregation switches of group
+    # o // radix (one per uplink), so ports never move when the pod grows.
+    oob = spec.management.oob
+    oob_sw = cat.switches[oob.switch_model]
+    if oob.uplinks_per_switch > oob_sw.uplink_cages:
+        raise SpecError("management.oob.uplinks_per_switch",
+                        f"{oob.switch_model} has {oob_sw.uplink_cages} uplink ports")
+    access = oob_sw.radix(oob_sw.cage_speed_gbps)
+    agg_model = cat.switches[oob.aggregation_model]
+    agg_speed = oob_sw.uplink_speed_gbps
+    agg_radix = agg_model.radix(agg_speed)
+    if not agg_radix:
+        raise SpecError("management.oob.aggregation_model", f"{oob.aggregation_model} has no {agg_speed}G ports")
+    pdus_per_rack = 2 * r.pdus_per_feed
+    slots = max(ceil((len(m) + pdus_per_rack) / access) for m in racks.values())
+    agg_racks = 1
+    for _ in range(4):  # aggregation racks are rack positions too: settle their count
+        count = ceil(pl.rows_max(agg_racks) * pl.row_width * slots / agg_radix) * oob.uplinks_per_switch
+        agg_slots = [Slot(Names.numbered("oob-agg", i, count), agg_model.power_kw, agg_model.rack_units)
+                     for i in range(count)]
+        agg_bins = pack(agg_slots, pl.usable_kw, pl.usable_ru)
+        if len(agg_bins) <= agg_racks:
+            break
+        agg_racks = len(agg_bins)
+    for k, b in enumerate(agg_bins):
+        pos = pl._infra_position(len(pl.infra_bins) + k)
+        rack = Names.rack(*pos)
+        position[rack], su_of[rack] = pos, None
+        for a in b:
+            extra.append(Device(a.name, "oob_aggregation", oob.aggregation_model, rack=rack,
+                                power_kw=a.power_kw, rack_units=a.rack_units))
+    for d in extra:
+        racks.setdefault(d.rack, []).append(d)
+
+    pdu = cat.pdus[r.pdu_model]
+    pdus = []
+    for name in sorted(racks):
+        for feed in ("a", "b"):
+            for i in range(r.pdus_per_feed):
+                suffix = feed if r.pdus_per_feed == 1 else f"{feed}{i + 1}"
+                pdus.append(Device(f"{name}-pdu-{suffix}", "pdu", r.pdu_model, su=su_of[name], rack=name))
+    for d in pdus:
+        racks[d.rack].append(d)
+    extra += pdus
+
+    links: list[Link] = []
+    oob_devices: list[Device] = []
+    for name in sorted(racks):
+        managed = sorted(racks[name], key=lambda d: d.name)
+        count = ceil(len(managed) / access)
+        for i in range(count):
+            sw_name = f"{name}-oob" if count == 1 else f"{name}-oob{i + 1}"
+            oob_devices.append(Device(sw_name, "oob_switch", oob.switch_model, su=su_of[name], rack=name,
+                                      power_kw=oob_sw.power_kw, rack_units=oob_sw.rack_units))
+            for p, d in enumerate(managed[i * access:(i + 1) * access]):
+                links.append(Link(d.name, oob_port_of(cat, d), sw_name, oob_sw.port(p, oob_sw.cage_speed_gbps),
+                                  "oob", "device-oob", oob_sw.cage_speed_gbps))
+            group, agg_port = divmod(pl.rack_index(*position[name]) * slots + i, agg_radix)
+            for j in range(oob.uplinks_per_switch):
+                links.append(Link(sw_name, oob_sw.uplink_port(j), agg_slots[group * oob.uplinks_per_switch + j].name,
+                                  agg_model.port(agg_port, agg_speed), "oob", "oob-agg", agg_speed))
+    for d in oob_devices:
+        racks[d.rack].append(d)
+
+    out_racks = []
+    budget = r.power_budget_kw
+    for name in sorted(racks, key=lambda n: position[n]):
+        members = racks[name]
+        planned = round(sum(d.power_kw for d in members), 3)
+        if planned > budget + 1e-9:
+            raise SpecError("racks.power_budget_kw", f"{name} plans {planned:.1f} kW, over its {budget} kW budget")
+        if planned > r.pdus_per_feed * pdu.max_kw + 1e-9:
+            raise SpecError("racks.pdu_model", f"{name} plans {planned:.1f} kW but one feed of "
+                            f"{r.pdus_per_feed} x {r.pdu_model} carries {r.pdus_per_feed * pdu.max_kw} kW (2N)")
+        lq = round(sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node"), 3) \
+            if liquid else 0.0
+        kinds = {d.role for d in members}
+        kind = ("compute" if "gpu_node" in kinds else "cdu" if kinds <= {"cdu", "pdu", "oob_switch"}
+                else "network" if su_of[name] else "infra")
+        row, pos = position[name]
+        out_racks.append(Rack(name, row, pos, kind, su_of[name], budget, planned, lq, round(planned - lq, 3),
+                              r.cooling, sum(d.rack_units for d in members), pl.rack_index(row, pos)))
+    return placed + extra + oob_devices, links, out_racks, pl.rows_max(agg_racks) * pl.row_width
+
+
+def _row_liquid_at_max(spec: PodSpec, pl: Placement, node, row: int) -> float:
+    """Liquid load of a row's compute racks when every SU of the end state is built."""
+    total = 0.0
+    for su in range(1, spec.max_su + 1):
+        for k in range(pl.compute_racks_per_su):
+            if pl._su_position(su, pl.network_racks_per_su + k)[0] == row:
+                n = min(pl.nodes_per_rack, spec.nodes_per_su - k * pl.nodes_per_rack)
+                total += n * node.power_kw * node.liquid_capture
+    return total

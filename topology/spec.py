@@ -1,0 +1,232 @@
+"""The pod spec: what a user writes under `superpod:pod`. Pydantic v2, strict and frozen.
+
+Structural rules (types, ranges, known catalog keys) live here; rules that need the
+fabric arithmetic (does a SU fit a leaf, can uplinks be spread) live in the builders
+and raise SpecError with the same field paths.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+import netaddr
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from topology import catalog
+from topology.errors import SpecError, SpecErrors
+
+PositiveInt = Annotated[int, Field(gt=0)]
+Ratio = Annotated[str, Field(pattern=r"^[1-9][0-9]*:[1-9][0-9]*$", description='down:up, e.g. "1:1"')]
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _known(kind: str, value: str) -> str:
+    table = getattr(catalog.load(), kind)
+    if value not in table:
+        raise ValueError(f"unknown {kind[:-1]} model {value!r} (catalog has: {', '.join(sorted(table))})")
+    return value
+
+
+def ratio(value: str) -> tuple[int, int]:
+    down, up = value.split(":")
+    return int(down), int(up)
+
+
+class ComputeFabric(_Spec):
+    kind: Literal["roce", "infiniband"]
+    switch_model: str = Field(description="catalog switch key for leaves, spines and cores")
+    oversubscription: Ratio = "1:1"
+    fabric_manager: bool = Field(False, description="a UFM appliance attaches in SU 1 in place of one node")
+    ufm_model: str = "ufm-3.0"
+    spine_count: PositiveInt | None = Field(
+        None, description="override: spines (two tiers) or spines per block (three tiers)")
+
+    _switch = field_validator("switch_model")(lambda v: _known("switches", v))
+    _ufm = field_validator("ufm_model")(lambda v: _known("appliances", v))
+
+
+class StorageFabric(_Spec):
+    enabled: bool = True
+    switch_model: str = "sn5400"
+    oversubscription: Ratio = Field("4:1", description="node-side storage leaf down:up (the seed's 4:1)")
+    storage_servers: Annotated[int, Field(ge=0)] = 8
+    server_model: str = "storage-server"
+    min_spines: PositiveInt = 2
+
+    _switch = field_validator("switch_model")(lambda v: _known("switches", v))
+    _server = field_validator("server_model")(lambda v: _known("appliances", v))
+
+
+class Inband(_Spec):
+    switch_model: str = "sn4600c"
+    core_switch_model: str | None = Field(None, description="in-band core switches (default: switch_model)")
+    uplinks_per_switch: PositiveInt = 4
+    min_core_switches: PositiveInt = 2
+    mgmt_nodes: Annotated[int, Field(ge=0)] = 3
+    mgmt_node_model: str = "mgmt-server"
+
+    _switch = field_validator("switch_model")(lambda v: _known("switches", v))
+    _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))
+    _mgmt = field_validator("mgmt_node_model")(lambda v: _known("appliances", v))
+
+
+class Oob(_Spec):
+    switch_model: str = "sn2201"
+    uplinks_per_switch: PositiveInt = 2
+    aggregation_model: str = "sn4600c"
+
+    _switch = field_validator("switch_model", "aggregation_model")(lambda v: _known("switches", v))
+
+
+class Management(_Spec):
+    inband: Inband = Inband()
+    oob: Oob = Oob()
+
+
+class Racks(_Spec):
+    power_budget_kw: Annotated[float, Field(gt=0)] = 45.0
+    rack_units: PositiveInt = 48
+    reserved_units: Annotated[int, Field(ge=0)] = 4
+    racks_per_row: PositiveInt = 16
+    cooling: Literal["air", "liquid"] = "air"
+    cdu: Literal["per_row", "per_rack"] = "per_row"
+    cdu_model: str | None = None
+    ashrae_class: Literal["W17", "W27", "W32", "W40", "W45", "W+"] = "W32"
+    pdu_model: str = "raritan-px4-60a"
+    pdus_per_feed: PositiveInt = 1
+
+    _pdu = field_validator("pdu_model")(lambda v: _known("pdus", v))
+
+    @field_validator("cdu_model")
+    @classmethod
+    def _cdu(cls, v: str | None) -> str | None:
+        return None if v is None else _known("cdus", v)
+
+
+def _network(value: str) -> str:
+    try:
+        net = netaddr.IPNetwork(value)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as e:
+        raise ValueError(f"not an IPv4 network: {value!r}") from e
+    if net.version != 4 or net.network != net.ip:
+        raise ValueError(f"{value!r} must be an IPv4 network address with prefix (host bits zero)")
+    return str(net.cidr)
+
+
+class Addressing(_Spec):
+    """Pools every address is cut from, positionally. Defaults are RFC 1918 / RFC 6598 space."""
+
+    rails: str = Field("100.64.0.0/11", description="RoCE GPU NIC addresses")
+    rail_mode: Literal["p2p", "per_leaf"] = Field(
+        "p2p", description="p2p: a /31 per GPU NIC (leaf .0, NIC .1); per_leaf: one subnet per rail leaf")
+    fabric_p2p: str = Field("100.96.0.0/13", description="/31s on switch-to-switch links")
+    loopbacks: str = "10.255.0.0/16"
+    inband: str = "10.16.0.0/14"
+    oob: str = "10.20.0.0/14"
+    storage: str = "10.24.0.0/14"
+    ipoib: bool = Field(False, description="InfiniBand only: give rail HCAs IPoIB addresses")
+    asn_first: int = Field(4200000000, ge=1, le=4294967294)
+    asn_last: int = Field(4294967294, ge=1, le=4294967294)
+
+    _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")(
+        lambda v: _network(v))
+
+    @model_validator(mode="after")
+    def _asn_range(self) -> Addressing:
+        if self.asn_last < self.asn_first:
+            raise ValueError("asn_last must not be below asn_first")
+        return self
+
+    def pools(self) -> dict[str, netaddr.IPNetwork]:
+        return {name: netaddr.IPNetwork(getattr(self, name))
+                for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")}
+
+
+class PodSpec(_Spec):
+    name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
+    node_model: str
+    scalable_units: PositiveInt
+    max_scalable_units: PositiveInt | None = Field(
+        None, description="end state the spine/core tiers are sized for (default: scalable_units)")
+    nodes_per_su: PositiveInt
+    compute_fabric: ComputeFabric
+    storage_fabric: StorageFabric = StorageFabric()
+    management: Management = Management()
+    racks: Racks = Racks()
+    addressing: Addressing = Addressing()
+
+    _node = field_validator("node_model")(lambda v: _known("nodes", v))
+
+    @model_validator(mode="after")
+    def _max_su(self) -> PodSpec:
+        if self.max_scalable_units is not None and self.max_scalable_units < self.scalable_units:
+            raise ValueError(
+                f"max_scalable_units ({self.max_scalable_units}) must not be below "
+                f"scalable_units ({self.scalable_units})")
+        return self
+
+    @property
+    def max_su(self) -> int:
+        return self.max_scalable_units or self.scalable_units
+
+
+def _field_path(loc: tuple) -> str:
+    return ".".join(str(p) for p in loc) or "pod"
+
+
+def parse(data: object) -> PodSpec:
+    """Validate a spec dict; every problem becomes a SpecError naming its field."""
+    try:
+        return PodSpec.model_validate(data)
+    except ValidationError as e:
+        errors = []
+        for err in e.errors():
+            msg = err["msg"].removeprefix("Value error, ")
+            if err["type"] == "extra_forbidden":
+                msg = "unknown key (not part of the spec)"
+            elif err["type"] == "missing":
+                msg = "required field is missing"
+            loc = err["loc"]
+            if err["type"] == "value_error" and not loc:
+                # model-level rules name their field in the message
+                loc = ("max_scalable_units",) if "max_scalable_units" in msg else ()
+            errors.append(SpecError(_field_path(loc), msg))
+        raise SpecErrors(errors) from None
+
+
+def _load_yaml(text: str, source: str) -> object:
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        where = ""
+        mark = getattr(e, "problem_mark", None)
+        if mark is not None:
+            where = f" at line {mark.line + 1}, column {mark.column + 1}"
+        raise SpecError(source, f"malformed YAML{where}: {getattr(e, 'problem', e)}") from None
+
+
+def load_spec_file(path: str) -> PodSpec:
+    """A bare spec file: the value of `superpod:pod`."""
+    with open(path, encoding="utf-8") as f:
+        data = _load_yaml(f.read(), path)
+    if not isinstance(data, dict):
+        raise SpecError(path, "a spec file must be a mapping (the value of superpod:pod)")
+    return parse(data)
+
+
+def load_stack_file(path: str) -> PodSpec:
+    """A Pulumi stack file: the spec is the structured config value `superpod:pod`."""
+    with open(path, encoding="utf-8") as f:
+        data = _load_yaml(f.read(), path)
+    pod = (data or {}).get("config", {}).get("superpod:pod") if isinstance(data, dict) else None
+    if pod is None:
+        raise SpecError(f"{path}: config.superpod:pod", "required field is missing")
+    return parse(pod)
+
+
+def json_schema() -> dict:
+    return PodSpec.model_json_schema()
