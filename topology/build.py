@@ -71,5 +71,13 @@ def build(spec: PodSpec) -> Layout:
         "sus_per_block": sizing.block_sus if sizing.tiers == 3 else 0,
         "cores": sizing.cores,
     }
-    return Layout(spec=spec, devices=tuple(devices), links=tuple(links), racks=tuple(racks),
-                  addresses=tuple(addresses), asns=tuple(asns), tiers=tuple(tiers), facts=facts)
+    return Layout(
+        spec=spec,
+        devices=tuple(devices),
+        links=tuple(links),
+        racks=tuple(racks),
+        addresses=tuple(addresses),
+        asns=tuple(asns),
+        tiers=tuple(tiers),
+        facts=facts,
+    )

@@ -29,26 +29,32 @@ def smallest_divisor_at_least(n: int, lo: int) -> int | None:
     return None
 
 
-def split_ports(radix: int, oversubscription: str, down_used: int, field: str,
-                what: str) -> tuple[int, int]:
+def split_ports(radix: int, oversubscription: str, down_used: int, field: str, what: str) -> tuple[int, int]:
     """(first uplink port index, uplinks) for a leaf with `down_used` down ports at the ratio.
     Down ports count from the first port, uplinks fill the top of the switch."""
     d, u = ratio(oversubscription)
     if down_used * u % d:
-        raise SpecError(field, f"{down_used} down ports at {oversubscription} (down:up) need "
-                        f"{down_used * u / d:g} uplinks: not a whole number of ports")
+        raise SpecError(
+            field,
+            f"{down_used} down ports at {oversubscription} (down:up) need "
+            f"{down_used * u / d:g} uplinks: not a whole number of ports",
+        )
     up = down_used * u // d
     if down_used + up > radix:
-        raise SpecError(what, f"{down_used} down ports + {up} uplinks at {oversubscription} exceed the "
-                        f"leaf's {radix} ports (at most {radix * d // (d + u)} down)")
+        raise SpecError(
+            what,
+            f"{down_used} down ports + {up} uplinks at {oversubscription} exceed the "
+            f"leaf's {radix} ports (at most {radix * d // (d + u)} down)",
+        )
     return radix - up, up
 
 
 def switch_speed(switch: SwitchModel, speed: int, field: str, model: str) -> int:
     radix = switch.radix(speed)
     if not radix:
-        raise SpecError(field, f"{model} has no {speed}G ports (speeds: "
-                        f"{', '.join(f'{s}G' for s in sorted(switch.lanes))})")
+        raise SpecError(
+            field, f"{model} has no {speed}G ports (speeds: {', '.join(f'{s}G' for s in sorted(switch.lanes))})"
+        )
     return radix
 
 
@@ -85,23 +91,27 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
     sw = cat.switches[cf.switch_model]
     want = "infiniband" if cf.kind == "infiniband" else "ethernet"
     if sw.kind != want:
-        raise SpecError("compute_fabric.switch_model",
-                        f"{cf.switch_model} is an {sw.kind} switch; a {cf.kind} fabric needs {want}")
+        raise SpecError(
+            "compute_fabric.switch_model", f"{cf.switch_model} is an {sw.kind} switch; a {cf.kind} fabric needs {want}"
+        )
     if cf.fabric_manager:
         if cf.kind != "infiniband":
-            raise SpecError("compute_fabric.fabric_manager",
-                            "a UFM appliance manages InfiniBand fabrics; use kind: infiniband")
+            raise SpecError(
+                "compute_fabric.fabric_manager", "a UFM appliance manages InfiniBand fabrics; use kind: infiniband"
+            )
         ufm = cat.appliances[cf.ufm_model]
         if ufm.fabric_links > node.rails:
-            raise SpecError("compute_fabric.ufm_model",
-                            f"{ufm.fabric_links} UFM links but only {node.rails} rail leaves per SU")
+            raise SpecError(
+                "compute_fabric.ufm_model", f"{ufm.fabric_links} UFM links but only {node.rails} rail leaves per SU"
+            )
         if spec.nodes_per_su < 2:
             raise SpecError("nodes_per_su", "must be at least 2 when a UFM takes one node slot")
     speed = node.compute_nic_speed_gbps
     radix = switch_speed(sw, speed, "compute_fabric.switch_model", cf.switch_model)
     slots = spec.nodes_per_su
-    down_capacity, up = split_ports(radix, cf.oversubscription, slots,
-                                    "compute_fabric.oversubscription", "nodes_per_su")
+    down_capacity, up = split_ports(
+        radix, cf.oversubscription, slots, "compute_fabric.oversubscription", "nodes_per_su"
+    )
     rails = node.rails
     leaves_max = spec.max_su * rails
     need = ceil(leaves_max * up / radix)
@@ -109,45 +119,73 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
     if cf.spine_count is not None:
         s = cf.spine_count
         if up % s:
-            raise SpecError("compute_fabric.spine_count",
-                            f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up})")
+            raise SpecError(
+                "compute_fabric.spine_count",
+                f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up})",
+            )
         if s < need:
-            raise SpecError("compute_fabric.spine_count",
-                            f"{s} spines of {radix} ports cannot take {leaves_max * up} leaf uplinks "
-                            f"(need at least {need})")
-        return ComputeSizing(speed, radix, rails, slots, down_capacity, up, 2, s, spec.max_su, 1,
-                             up // s, radix, 0, 0, 0)
+            raise SpecError(
+                "compute_fabric.spine_count",
+                f"{s} spines of {radix} ports cannot take {leaves_max * up} leaf uplinks (need at least {need})",
+            )
+        return ComputeSizing(
+            speed, radix, rails, slots, down_capacity, up, 2, s, spec.max_su, 1, up // s, radix, 0, 0, 0
+        )
 
     spines = smallest_divisor_at_least(up, need)
     if spines is not None:
-        return ComputeSizing(speed, radix, rails, slots, down_capacity, up, 2, spines, spec.max_su, 1,
-                             up // spines, radix, 0, 0, 0)
+        return ComputeSizing(
+            speed, radix, rails, slots, down_capacity, up, 2, spines, spec.max_su, 1, up // spines, radix, 0, 0, 0
+        )
 
     # Three tiers: blocks of whole SUs, one spine per leaf uplink in each block.
     spine_down = radix // 2
     spine_up = radix - spine_down
     block_sus = spine_down // rails
     if block_sus == 0:
-        raise SpecError("compute_fabric.switch_model",
-                        f"a spine of {radix} ports cannot take the {rails} rail leaves of one SU")
+        raise SpecError(
+            "compute_fabric.switch_model", f"a spine of {radix} ports cannot take the {rails} rail leaves of one SU"
+        )
     blocks_max = ceil(spec.max_su / block_sus)
     per_group = smallest_divisor_at_least(spine_up, ceil(blocks_max * spine_up / radix))
     if per_group is None:
         max_sus = radix * block_sus
-        raise SpecError("max_scalable_units",
-                        f"{spec.max_su} SUs exceed three tiers of {cf.switch_model} at {speed}G "
-                        f"(at most {max_sus} SUs of {rails} rails)")
-    return ComputeSizing(speed, radix, rails, slots, down_capacity, up, 3, up, block_sus, blocks_max,
-                         1, spine_down, spine_up, per_group, spine_up // per_group)
+        raise SpecError(
+            "max_scalable_units",
+            f"{spec.max_su} SUs exceed three tiers of {cf.switch_model} at {speed}G "
+            f"(at most {max_sus} SUs of {rails} rails)",
+        )
+    return ComputeSizing(
+        speed,
+        radix,
+        rails,
+        slots,
+        down_capacity,
+        up,
+        3,
+        up,
+        block_sus,
+        blocks_max,
+        1,
+        spine_down,
+        spine_up,
+        per_group,
+        spine_up // per_group,
+    )
 
 
 def names_for(spec: PodSpec, sizing: ComputeSizing) -> Names:
-    return Names(su_width=width(spec.max_su), node_width=width(spec.nodes_per_su),
-                 spine_width=width(sizing.spines_max), core_width=width(max(sizing.cores, 100)))
+    return Names(
+        su_width=width(spec.max_su),
+        node_width=width(spec.nodes_per_su),
+        spine_width=width(sizing.spines_max),
+        core_width=width(max(sizing.cores, 100)),
+    )
 
 
-def compute_fabric(spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names
-                   ) -> tuple[list[Device], list[Link], list[Tier]]:
+def compute_fabric(
+    spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names
+) -> tuple[list[Device], list[Link], list[Tier]]:
     cf = spec.compute_fabric
     node = cat.nodes[spec.node_model]
     sw = cat.switches[cf.switch_model]
@@ -163,73 +201,149 @@ def compute_fabric(spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names
     for su in range(1, spec.scalable_units + 1):
         node_slots = sz.slots - (1 if ufm_in_su1 and su == 1 else 0)
         for n in range(1, node_slots + 1):
-            devices.append(Device(names.node(su, n), "gpu_node", spec.node_model, su=su,
-                                  power_kw=node.power_kw, rack_units=node.rack_units,
-                                  slot=(su - 1) * sz.slots + n - 1))
+            devices.append(
+                Device(
+                    names.node(su, n),
+                    "gpu_node",
+                    spec.node_model,
+                    su=su,
+                    power_kw=node.power_kw,
+                    rack_units=node.rack_units,
+                    slot=(su - 1) * sz.slots + n - 1,
+                )
+            )
         for rail in range(sz.rails):
-            devices.append(Device(names.leaf(su, rail), "leaf", cf.switch_model, su=su, rail=rail,
-                                  power_kw=sw_power, rack_units=sw_ru, slot=(su - 1) * sz.rails + rail))
+            devices.append(
+                Device(
+                    names.leaf(su, rail),
+                    "leaf",
+                    cf.switch_model,
+                    su=su,
+                    rail=rail,
+                    power_kw=sw_power,
+                    rack_units=sw_ru,
+                    slot=(su - 1) * sz.rails + rail,
+                )
+            )
         for n in range(1, node_slots + 1):
             host = names.node(su, n)
             for nic, netdev in enumerate(netdevs):
                 rail = rail_of_nic[nic]
-                links.append(Link(host, netdev, names.leaf(su, rail), port(n - 1, speed), "compute", "node-leaf",
-                                  speed, slot=((su - 1) * sz.slots + n - 1) * sz.rails + rail))
+                links.append(
+                    Link(
+                        host,
+                        netdev,
+                        names.leaf(su, rail),
+                        port(n - 1, speed),
+                        "compute",
+                        "node-leaf",
+                        speed,
+                        slot=((su - 1) * sz.slots + n - 1) * sz.rails + rail,
+                    )
+                )
 
     if ufm_in_su1:
         ufm = cat.appliances[cf.ufm_model]
-        devices.append(Device("ufm-01", "ufm", cf.ufm_model, su=1, power_kw=ufm.power_kw,
-                              rack_units=ufm.rack_units, slot=0))
+        devices.append(
+            Device("ufm-01", "ufm", cf.ufm_model, su=1, power_kw=ufm.power_kw, rack_units=ufm.rack_units, slot=0)
+        )
         for i in range(ufm.fabric_links):  # the UFM takes the last node slot's leaf ports
-            links.append(Link("ufm-01", ufm.port(i), names.leaf(1, i), port(sz.slots - 1, speed),
-                              "compute", "ufm-leaf", speed))
+            links.append(
+                Link("ufm-01", ufm.port(i), names.leaf(1, i), port(sz.slots - 1, speed), "compute", "ufm-leaf", speed)
+            )
 
     built_leaves = spec.scalable_units * sz.rails
     if sz.tiers == 2:
         for s in range(sz.spines_per_block):
-            devices.append(Device(names.spine(s), "spine", cf.switch_model, power_kw=sw_power,
-                                  rack_units=sw_ru, slot=s))
+            devices.append(
+                Device(names.spine(s), "spine", cf.switch_model, power_kw=sw_power, rack_units=sw_ru, slot=s)
+            )
         lps = sz.leaf_links_per_spine
         for g in range(built_leaves):
             su, rail = divmod(g, sz.rails)
             leaf = names.leaf(su + 1, rail)
             for j in range(sz.up):
                 s, link = divmod(j, lps)
-                links.append(Link(leaf, port(sz.down_capacity + j, speed), names.spine(s),
-                                  port(g * lps + link, speed), "compute", "leaf-spine", speed, slot=g * sz.up + j))
+                links.append(
+                    Link(
+                        leaf,
+                        port(sz.down_capacity + j, speed),
+                        names.spine(s),
+                        port(g * lps + link, speed),
+                        "compute",
+                        "leaf-spine",
+                        speed,
+                        slot=g * sz.up + j,
+                    )
+                )
     else:
         block_leaves = sz.block_sus * sz.rails
         blocks_built = ceil(spec.scalable_units / sz.block_sus)
         sb = sz.spines_per_block
         for b in range(blocks_built):
             for j in range(sb):
-                devices.append(Device(names.spine(b * sb + j), "spine", cf.switch_model, block=b + 1,
-                                      power_kw=sw_power, rack_units=sw_ru, slot=b * sb + j))
+                devices.append(
+                    Device(
+                        names.spine(b * sb + j),
+                        "spine",
+                        cf.switch_model,
+                        block=b + 1,
+                        power_kw=sw_power,
+                        rack_units=sw_ru,
+                        slot=b * sb + j,
+                    )
+                )
         for c in range(sz.cores):
-            devices.append(Device(names.core(c), "core", cf.switch_model, power_kw=sw_power,
-                                  rack_units=sw_ru, slot=c))
+            devices.append(Device(names.core(c), "core", cf.switch_model, power_kw=sw_power, rack_units=sw_ru, slot=c))
         for g in range(built_leaves):
             su, rail = divmod(g, sz.rails)
             b, p = divmod(g, block_leaves)
             leaf = names.leaf(su + 1, rail)
             for j in range(sz.up):
-                links.append(Link(leaf, port(sz.down_capacity + j, speed), names.spine(b * sb + j),
-                                  port(p, speed), "compute", "leaf-spine", speed, slot=g * sz.up + j))
+                links.append(
+                    Link(
+                        leaf,
+                        port(sz.down_capacity + j, speed),
+                        names.spine(b * sb + j),
+                        port(p, speed),
+                        "compute",
+                        "leaf-spine",
+                        speed,
+                        slot=g * sz.up + j,
+                    )
+                )
         lpc = sz.spine_links_per_core
         for b in range(blocks_built):
             for j in range(sb):
                 spine = names.spine(b * sb + j)
                 for k in range(sz.spine_up):
                     g2, link = divmod(k, lpc)
-                    links.append(Link(spine, port(sz.spine_down + k, speed),
-                                      names.core(j * sz.cores_per_group + g2),
-                                      port(b * lpc + link, speed), "compute", "spine-core", speed,
-                                      slot=(b * sb + j) * sz.spine_up + k))
+                    links.append(
+                        Link(
+                            spine,
+                            port(sz.spine_down + k, speed),
+                            names.core(j * sz.cores_per_group + g2),
+                            port(b * lpc + link, speed),
+                            "compute",
+                            "spine-core",
+                            speed,
+                            slot=(b * sb + j) * sz.spine_up + k,
+                        )
+                    )
 
     spines_built = sum(1 for d in devices if d.role == "spine")
-    tiers = [Tier("compute", "leaf", built_leaves, sz.slots, sz.up, cf.switch_model, speed),
-             Tier("compute", "spine", spines_built,
-                  sz.spine_down if sz.tiers == 3 else sz.radix, sz.spine_up, cf.switch_model, speed)]
+    tiers = [
+        Tier("compute", "leaf", built_leaves, sz.slots, sz.up, cf.switch_model, speed),
+        Tier(
+            "compute",
+            "spine",
+            spines_built,
+            sz.spine_down if sz.tiers == 3 else sz.radix,
+            sz.spine_up,
+            cf.switch_model,
+            speed,
+        ),
+    ]
     if sz.tiers == 3:
         tiers.append(Tier("compute", "core", sz.cores, sz.radix, 0, cf.switch_model, speed))
     return devices, links, tiers
@@ -243,13 +357,17 @@ def _two_tier_spines(uplinks: list[int], radix: int, min_spines: int, field: str
         common = gcd(common, u)
     spines = smallest_divisor_at_least(common, need)
     if spines is None:
-        raise SpecError(field, f"leaf uplinks ({', '.join(map(str, sorted(set(uplinks))))}) cannot be "
-                        f"spread evenly over {need} or more spines of {radix} ports")
+        raise SpecError(
+            field,
+            f"leaf uplinks ({', '.join(map(str, sorted(set(uplinks))))}) cannot be "
+            f"spread evenly over {need} or more spines of {radix} ports",
+        )
     return spines
 
 
-def storage_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
-                   ) -> tuple[list[Device], list[Link], list[Tier]]:
+def storage_fabric(
+    spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
+) -> tuple[list[Device], list[Link], list[Tier]]:
     """The seed's storage design: one storage leaf per SU ("8+1"), 4:1 into storage spines,
     storage servers on their own leaves at 1:1, spines sized for max_scalable_units."""
     sf = spec.storage_fabric
@@ -261,11 +379,14 @@ def storage_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
     speed = node.storage_nic_speed_gbps
     radix = switch_speed(sw, speed, "storage_fabric.switch_model", sf.switch_model)
     if sf.storage_servers and server.storage_speed_gbps != speed:
-        raise SpecError("storage_fabric.server_model",
-                        f"{sf.server_model} runs {server.storage_speed_gbps}G; node storage NICs run {speed}G")
+        raise SpecError(
+            "storage_fabric.server_model",
+            f"{sf.server_model} runs {server.storage_speed_gbps}G; node storage NICs run {speed}G",
+        )
     ppn = len(node.storage_nics)
-    down_cap, up = split_ports(radix, sf.oversubscription, spec.nodes_per_su * ppn,
-                               "storage_fabric.oversubscription", "nodes_per_su")
+    down_cap, up = split_ports(
+        radix, sf.oversubscription, spec.nodes_per_su * ppn, "storage_fabric.oversubscription", "nodes_per_su"
+    )
     # Server leaves run 1:1; servers spread evenly, so every server leaf has the same uplinks.
     server_ports = sf.storage_servers * server.storage_ports
     server_leaves = ceil(server_ports / (radix // 2))
@@ -276,7 +397,8 @@ def storage_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
     devices: list[Device] = []
     links: list[Link] = []
     dev = lambda name, role, model, pw, ru, slot, su=None: devices.append(  # noqa: E731
-        Device(name, role, model, su=su, power_kw=pw, rack_units=ru, slot=slot))
+        Device(name, role, model, su=su, power_kw=pw, rack_units=ru, slot=slot)
+    )
 
     spine_names = [Names.numbered("storage-spine", s, spines) for s in range(spines)]
     for i, s in enumerate(spine_names):
@@ -288,13 +410,32 @@ def storage_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
         slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0)
         for n in range(1, slots + 1):
             for p, nic in enumerate(node.storage_nics):
-                links.append(Link(names.node(su, n), nic.netdev, leaf, port((n - 1) * ppn + p, speed),
-                                  "storage", "node-storage_leaf", speed, slot=((su - 1) * spec.nodes_per_su + n - 1) * ppn + p))
+                links.append(
+                    Link(
+                        names.node(su, n),
+                        nic.netdev,
+                        leaf,
+                        port((n - 1) * ppn + p, speed),
+                        "storage",
+                        "node-storage_leaf",
+                        speed,
+                        slot=((su - 1) * spec.nodes_per_su + n - 1) * ppn + p,
+                    )
+                )
         for j in range(up):
             s, link = divmod(j, lps)
-            links.append(Link(leaf, port(down_cap + j, speed), spine_names[s],
-                              port((su - 1) * lps + link, speed), "storage", "storage_leaf-storage_spine", speed,
-                              slot=(su - 1) * up + j))
+            links.append(
+                Link(
+                    leaf,
+                    port(down_cap + j, speed),
+                    spine_names[s],
+                    port((su - 1) * lps + link, speed),
+                    "storage",
+                    "storage_leaf-storage_spine",
+                    speed,
+                    slot=(su - 1) * up + j,
+                )
+            )
 
     slps = server_down // spines
     base = spec.max_su * lps
@@ -303,25 +444,54 @@ def storage_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
         dev(leaf, "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units, spec.max_su + i)
         for j in range(server_down):
             s, link = divmod(j, slps)
-            links.append(Link(leaf, port(radix - server_down + j, speed), spine_names[s],
-                              port(base + i * slps + link, speed), "storage", "storage_leaf-storage_spine", speed,
-                              slot=spec.max_su * up + i * server_down + j))
+            links.append(
+                Link(
+                    leaf,
+                    port(radix - server_down + j, speed),
+                    spine_names[s],
+                    port(base + i * slps + link, speed),
+                    "storage",
+                    "storage_leaf-storage_spine",
+                    speed,
+                    slot=spec.max_su * up + i * server_down + j,
+                )
+            )
     for i in range(sf.storage_servers):
         name = Names.numbered("storage", i, sf.storage_servers)
         dev(name, "storage_server", sf.server_model, server.power_kw, server.rack_units, i)
         for p in range(server.storage_ports):
             k = i * server.storage_ports + p
             leaf_i, leaf_port = divmod(k, server_down)
-            links.append(Link(name, server.port(p), Names.numbered("storage-leaf", leaf_i, server_leaves),
-                              port(leaf_port, speed), "storage", "server-storage_leaf", speed, slot=k))
-    tiers = [Tier("storage", "storage_leaf", spec.scalable_units + server_leaves, spec.nodes_per_su * ppn, up,
-                  sf.switch_model, speed),
-             Tier("storage", "storage_spine", spines, radix, 0, sf.switch_model, speed)]
+            links.append(
+                Link(
+                    name,
+                    server.port(p),
+                    Names.numbered("storage-leaf", leaf_i, server_leaves),
+                    port(leaf_port, speed),
+                    "storage",
+                    "server-storage_leaf",
+                    speed,
+                    slot=k,
+                )
+            )
+    tiers = [
+        Tier(
+            "storage",
+            "storage_leaf",
+            spec.scalable_units + server_leaves,
+            spec.nodes_per_su * ppn,
+            up,
+            sf.switch_model,
+            speed,
+        ),
+        Tier("storage", "storage_spine", spines, radix, 0, sf.switch_model, speed),
+    ]
     return devices, links, tiers
 
 
-def inband_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
-                  ) -> tuple[list[Device], list[Link], list[Tier]]:
+def inband_fabric(
+    spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
+) -> tuple[list[Device], list[Link], list[Tier]]:
     """In-band management: each SU has one switch per node in-band port (bond members on
     different switches), uplinked to in-band core switches where the mgmt nodes attach."""
     ib = spec.management.inband
@@ -335,42 +505,94 @@ def inband_fabric(spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
     core_radix = switch_speed(core_sw, speed, "management.inband.core_switch_model", core_key)
     sides = len(node.inband_nics)
     if spec.nodes_per_su + ib.uplinks_per_switch > radix:
-        raise SpecError("management.inband.uplinks_per_switch",
-                        f"{spec.nodes_per_su} nodes + {ib.uplinks_per_switch} uplinks exceed "
-                        f"{ib.switch_model}'s {radix} ports at {speed}G")
+        raise SpecError(
+            "management.inband.uplinks_per_switch",
+            f"{spec.nodes_per_su} nodes + {ib.uplinks_per_switch} uplinks exceed "
+            f"{ib.switch_model}'s {radix} ports at {speed}G",
+        )
     mgmt_ports = ib.mgmt_nodes * mgmt.inband_ports
     uplinks = [ib.uplinks_per_switch] * (spec.max_su * sides)
-    cores = _two_tier_spines(uplinks, core_radix - mgmt_ports, ib.min_core_switches,
-                             "management.inband.core_switch_model")
+    cores = _two_tier_spines(
+        uplinks, core_radix - mgmt_ports, ib.min_core_switches, "management.inband.core_switch_model"
+    )
     port = sw.port
     core_names = [Names.numbered("inband-core", c, cores) for c in range(cores)]
-    devices = [Device(c, "inband_core", core_key, power_kw=core_sw.power_kw, rack_units=core_sw.rack_units, slot=i)
-               for i, c in enumerate(core_names)]
+    devices = [
+        Device(c, "inband_core", core_key, power_kw=core_sw.power_kw, rack_units=core_sw.rack_units, slot=i)
+        for i, c in enumerate(core_names)
+    ]
     links: list[Link] = []
     lpc = ib.uplinks_per_switch // cores
     for su in range(1, spec.scalable_units + 1):
         slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0)
         for side in range(sides):
             sw_name = names.inband(su, side)
-            devices.append(Device(sw_name, "inband_switch", ib.switch_model, su=su, power_kw=sw.power_kw,
-                                  rack_units=sw.rack_units, slot=(su - 1) * sides + side))
+            devices.append(
+                Device(
+                    sw_name,
+                    "inband_switch",
+                    ib.switch_model,
+                    su=su,
+                    power_kw=sw.power_kw,
+                    rack_units=sw.rack_units,
+                    slot=(su - 1) * sides + side,
+                )
+            )
             for n in range(1, slots + 1):
-                links.append(Link(names.node(su, n), node.inband_nics[side].netdev, sw_name, port(n - 1, speed),
-                                  "inband", "node-inband", speed, slot=(su - 1) * spec.nodes_per_su + n - 1))
+                links.append(
+                    Link(
+                        names.node(su, n),
+                        node.inband_nics[side].netdev,
+                        sw_name,
+                        port(n - 1, speed),
+                        "inband",
+                        "node-inband",
+                        speed,
+                        slot=(su - 1) * spec.nodes_per_su + n - 1,
+                    )
+                )
             g = (su - 1) * sides + side
             for j in range(ib.uplinks_per_switch):
                 c, link = divmod(j, lpc)
-                links.append(Link(sw_name, port(radix - ib.uplinks_per_switch + j, speed), core_names[c],
-                                  core_sw.port(g * lpc + link, speed), "inband", "inband-core", speed))
+                links.append(
+                    Link(
+                        sw_name,
+                        port(radix - ib.uplinks_per_switch + j, speed),
+                        core_names[c],
+                        core_sw.port(g * lpc + link, speed),
+                        "inband",
+                        "inband-core",
+                        speed,
+                    )
+                )
     for m in range(ib.mgmt_nodes):
         name = Names.numbered("mgmt", m, ib.mgmt_nodes)
-        devices.append(Device(name, "mgmt_node", ib.mgmt_node_model, power_kw=mgmt.power_kw,
-                              rack_units=mgmt.rack_units, slot=m))
+        devices.append(
+            Device(name, "mgmt_node", ib.mgmt_node_model, power_kw=mgmt.power_kw, rack_units=mgmt.rack_units, slot=m)
+        )
         for p in range(mgmt.inband_ports):
             k = m * mgmt.inband_ports + p
-            links.append(Link(name, mgmt.port(p + 1), core_names[k % cores], core_sw.port(core_radix - 1 - k // cores, speed),
-                              "inband", "mgmt-core", speed))
-    tiers = [Tier("inband", "inband_switch", spec.scalable_units * sides, spec.nodes_per_su,
-                  ib.uplinks_per_switch, ib.switch_model, speed),
-             Tier("inband", "inband_core", cores, core_radix, 0, core_key, speed)]
+            links.append(
+                Link(
+                    name,
+                    mgmt.port(p + 1),
+                    core_names[k % cores],
+                    core_sw.port(core_radix - 1 - k // cores, speed),
+                    "inband",
+                    "mgmt-core",
+                    speed,
+                )
+            )
+    tiers = [
+        Tier(
+            "inband",
+            "inband_switch",
+            spec.scalable_units * sides,
+            spec.nodes_per_su,
+            ib.uplinks_per_switch,
+            ib.switch_model,
+            speed,
+        ),
+        Tier("inband", "inband_core", cores, core_radix, 0, core_key, speed),
+    ]
     return devices, links, tiers

@@ -33,9 +33,11 @@ class Pool:
         self.size = 2 ** (32 - prefix_len)
         capacity = self.net.size // self.size
         if needed > capacity:
-            raise SpecError(f"addressing.{name}",
-                            f"{self.net} holds {capacity} /{prefix_len} subnets; the end state "
-                            f"(max_scalable_units={spec.max_su}) needs {needed}")
+            raise SpecError(
+                f"addressing.{name}",
+                f"{self.net} holds {capacity} /{prefix_len} subnets; the end state "
+                f"(max_scalable_units={spec.max_su}) needs {needed}",
+            )
         self.first = int(self.net.first)
 
     def subnet(self, index: int) -> tuple[int, str]:
@@ -55,13 +57,20 @@ def prefix_for(hosts: int) -> int:
 def check_overlaps(spec: PodSpec) -> None:
     pools = list(spec.addressing.pools().items())
     for i, (a, na) in enumerate(pools):
-        for b, nb in pools[i + 1:]:
+        for b, nb in pools[i + 1 :]:
             if na.first <= nb.last and nb.first <= na.last:
                 raise SpecError(f"addressing.{a}", f"{na} overlaps addressing.{b} ({nb})")
 
 
-def plan(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], links: list[Link],
-         racks: list[Rack], rack_positions: int) -> tuple[list[Address], list[Asn]]:
+def plan(
+    spec: PodSpec,
+    cat: Catalog,
+    sz: ComputeSizing,
+    devices: list[Device],
+    links: list[Link],
+    racks: list[Rack],
+    rack_positions: int,
+) -> tuple[list[Address], list[Asn]]:
     check_overlaps(spec)
     node = cat.nodes[spec.node_model]
     cf = spec.compute_fabric
@@ -102,8 +111,10 @@ def plan(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], 
     if routed or cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
         regions = []
         if routed:
-            regions += [("leaf-spine", spec.max_su * sz.rails * sz.up),
-                        ("spine-core", sz.spines_max * sz.spine_up if sz.tiers == 3 else 0)]
+            regions += [
+                ("leaf-spine", spec.max_su * sz.rails * sz.up),
+                ("spine-core", sz.spines_max * sz.spine_up if sz.tiers == 3 else 0),
+            ]
         storage_up = [lk for lk in by_tier.get("storage_leaf-storage_spine", ())]
         if storage_up and cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
             regions.append(("storage_leaf-storage_spine", _storage_uplinks_max(spec, cat, storage_up)))
@@ -119,7 +130,8 @@ def plan(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], 
 
     # Loopbacks (/32) of routed switches, by role region.
     loop_roles = (["leaf", "spine", "core"] if routed else []) + (
-        ["storage_leaf", "storage_spine"] if cat.switches[spec.storage_fabric.switch_model].kind == "ethernet" else [])
+        ["storage_leaf", "storage_spine"] if cat.switches[spec.storage_fabric.switch_model].kind == "ethernet" else []
+    )
     region_size = _loopback_regions(spec, sz, devices)
     if loop_roles:
         pool = Pool(spec, "loopbacks", 32, sum(region_size[r] for r in loop_roles))
@@ -148,7 +160,9 @@ def plan(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], 
     # Storage: per SU storage leaf subnet for node storage ports; servers in the last one.
     if spec.storage_fabric.enabled:
         ppn = len(node.storage_nics)
-        server_ports = spec.storage_fabric.storage_servers * cat.appliances[spec.storage_fabric.server_model].storage_ports
+        server_ports = (
+            spec.storage_fabric.storage_servers * cat.appliances[spec.storage_fabric.server_model].storage_ports
+        )
         plen = min(prefix_for(spec.nodes_per_su * ppn + 1), prefix_for(server_ports + 1))
         pool = Pool(spec, "storage", plen, spec.max_su + 1)
         for lk in by_tier.get("node-storage_leaf", ()):
@@ -181,16 +195,18 @@ def _loopback_regions(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -
     }
 
 
-def _oob(spec: PodSpec, devices: list[Device], links: list[Link], racks: list[Rack],
-         rack_positions: int) -> list[Address]:
+def _oob(
+    spec: PodSpec, devices: list[Device], links: list[Link], racks: list[Rack], rack_positions: int
+) -> list[Address]:
     """OOB: one subnet per rack position (gateway .1, the rack's OOB switches next, then
     every managed device in the order it is cabled)."""
     oob_links: dict[str, list[Link]] = {}
     for lk in links:
         if lk.tier == "device-oob":
             oob_links.setdefault(lk.b_device, []).append(lk)
-    switches_in = {r.name: sorted(d.name for d in devices if d.role == "oob_switch" and d.rack == r.name)
-                   for r in racks}
+    switches_in = {
+        r.name: sorted(d.name for d in devices if d.role == "oob_switch" and d.rack == r.name) for r in racks
+    }
     per_rack = max((sum(len(oob_links.get(s, ())) for s in sw) + len(sw) for sw in switches_in.values()), default=1)
     plen = prefix_for(per_rack + 1)
     # Rack ordinals cover every position of the end state's rows.
@@ -212,8 +228,9 @@ def _oob(spec: PodSpec, devices: list[Device], links: list[Link], racks: list[Ra
     return out
 
 
-def _asns(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device],
-          region_size: dict[str, int]) -> list[Asn]:
+def _asns(
+    spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], region_size: dict[str, int]
+) -> list[Asn]:
     a = spec.addressing
     out: list[Asn] = []
     nxt = a.asn_first
@@ -236,6 +253,9 @@ def _asns(spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device],
                 out.append(Asn(d.name, nxt + 1 + d.slot, "storage-leaf"))
         nxt += 1 + region_size["storage_leaf"]
     if nxt - 1 > a.asn_last:
-        raise SpecError("addressing.asn_last", f"ASN range {a.asn_first}-{a.asn_last} holds "
-                        f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}")
+        raise SpecError(
+            "addressing.asn_last",
+            f"ASN range {a.asn_first}-{a.asn_last} holds "
+            f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}",
+        )
     return out

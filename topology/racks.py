@@ -33,9 +33,11 @@ def pack(items: list[Slot], budget_kw: float, units: int) -> list[list[Slot]]:
     kw = ru = 0.0
     for item in items:
         if item.power_kw > budget_kw or item.rack_units > units:
-            raise SpecError("racks.power_budget_kw",
-                            f"{item.name} ({item.power_kw} kW, {item.rack_units}U) does not fit one rack "
-                            f"({budget_kw} kW, {units}U usable)")
+            raise SpecError(
+                "racks.power_budget_kw",
+                f"{item.name} ({item.power_kw} kW, {item.rack_units}U) does not fit one rack "
+                f"({budget_kw} kW, {units}U usable)",
+            )
         if not bins or kw + item.power_kw > budget_kw + 1e-9 or ru + item.rack_units > units:
             bins.append([])
             kw = ru = 0.0
@@ -63,9 +65,11 @@ class Placement:
         by_space = self.usable_ru // node.rack_units
         self.nodes_per_rack = min(by_power, by_space)
         if self.nodes_per_rack < 1:
-            raise SpecError("racks.power_budget_kw",
-                            f"a rack of {r.power_budget_kw} kW and {r.rack_units}U cannot hold one "
-                            f"{spec.node_model} ({node.power_kw} kW, {node.rack_units}U) beside its OOB switch")
+            raise SpecError(
+                "racks.power_budget_kw",
+                f"a rack of {r.power_budget_kw} kW and {r.rack_units}U cannot hold one "
+                f"{spec.node_model} ({node.power_kw} kW, {node.rack_units}U) beside its OOB switch",
+            )
         self.compute_racks_per_su = ceil(spec.nodes_per_su / self.nodes_per_rack)
 
         # Network racks of an SU are packed from the SU's own switches; SU 1 may carry the
@@ -112,11 +116,15 @@ class Placement:
         if not spines or all(d.block is None for d in spines):
             return infra
         from topology.fabric import size_compute  # sizes are needed only for three tiers
+
         sz = size_compute(self.spec, self.cat)
         built = {d.name for d in spines}
         sw = self.cat.switches[self.spec.compute_fabric.switch_model]
-        extra = [Slot(self.names.spine(i), sw.power_kw, sw.rack_units) for i in range(sz.spines_max)
-                 if self.names.spine(i) not in built]
+        extra = [
+            Slot(self.names.spine(i), sw.power_kw, sw.rack_units)
+            for i in range(sz.spines_max)
+            if self.names.spine(i) not in built
+        ]
         # keep spines in index order ahead of the rest of the infra gear
         spine_slots = sorted([s for s in infra if s.name in built] + extra, key=lambda s: s.name)
         return spine_slots + [s for s in infra if s.name not in built]
@@ -160,8 +168,9 @@ def oob_port_of(cat: Catalog, d: Device) -> str:
     return cat.cdus[d.model].mgmt_port
 
 
-def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
-                ) -> tuple[list[Device], list[Link], list[Rack], int]:
+def place_racks(
+    spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
+) -> tuple[list[Device], list[Link], list[Rack], int]:
     """Assigns racks, adds PDUs, CDUs and OOB switches with their cables; checks budgets."""
     pl = Placement(spec, cat, names, devices)
     r = spec.racks
@@ -185,10 +194,13 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
                 continue
             if r.cdu == "per_rack":
                 if lq > cdu.capacity_kw:
-                    raise SpecError("racks.cdu_model", f"{name} needs {lq:.1f} kW of liquid cooling; "
-                                    f"{cdu_key} removes {cdu.capacity_kw} kW")
-                extra.append(Device(f"{name}-cdu", "cdu", cdu_key, su=su_of[name], rack=name,
-                                    rack_units=cdu.rack_units))
+                    raise SpecError(
+                        "racks.cdu_model",
+                        f"{name} needs {lq:.1f} kW of liquid cooling; {cdu_key} removes {cdu.capacity_kw} kW",
+                    )
+                extra.append(
+                    Device(f"{name}-cdu", "cdu", cdu_key, su=su_of[name], rack=name, rack_units=cdu.rack_units)
+                )
             else:
                 row_liquid[position[name][0]] = row_liquid.get(position[name][0], 0.0) + lq
         # In-row CDUs stand at the row's end; sized for the row's end-state load.
@@ -199,8 +211,9 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
                 position[rack] = (row, r.racks_per_row + 1 + i)
                 su_of[rack] = None
                 racks[rack] = []
-                extra.append(Device(f"cdu-{rack.removeprefix('rack-')}", "cdu", cdu_key, rack=rack,
-                                    rack_units=cdu.rack_units))
+                extra.append(
+                    Device(f"cdu-{rack.removeprefix('rack-')}", "cdu", cdu_key, rack=rack, rack_units=cdu.rack_units)
+                )
 
     # Out-of-band: SN2201-class switches in every rack, one per 48 managed devices, each
     # dual-homed to aggregation switches. Every rack position of the end state owns `slots`
@@ -209,8 +222,9 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
     oob = spec.management.oob
     oob_sw = cat.switches[oob.switch_model]
     if oob.uplinks_per_switch > oob_sw.uplink_cages:
-        raise SpecError("management.oob.uplinks_per_switch",
-                        f"{oob.switch_model} has {oob_sw.uplink_cages} uplink ports")
+        raise SpecError(
+            "management.oob.uplinks_per_switch", f"{oob.switch_model} has {oob_sw.uplink_cages} uplink ports"
+        )
     access = oob_sw.radix(oob_sw.cage_speed_gbps)
     agg_model = cat.switches[oob.aggregation_model]
     agg_speed = oob_sw.uplink_speed_gbps
@@ -222,8 +236,9 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
     agg_racks = 1
     for _ in range(4):  # aggregation racks are rack positions too: settle their count
         count = ceil(pl.rows_max(agg_racks) * pl.row_width * slots / agg_radix) * oob.uplinks_per_switch
-        agg_slots = [Slot(Names.numbered("oob-agg", i, count), agg_model.power_kw, agg_model.rack_units)
-                     for i in range(count)]
+        agg_slots = [
+            Slot(Names.numbered("oob-agg", i, count), agg_model.power_kw, agg_model.rack_units) for i in range(count)
+        ]
         agg_bins = pack(agg_slots, pl.usable_kw, pl.usable_ru)
         if len(agg_bins) <= agg_racks:
             break
@@ -233,8 +248,16 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
         rack = Names.rack(*pos)
         position[rack], su_of[rack] = pos, None
         for a in b:
-            extra.append(Device(a.name, "oob_aggregation", oob.aggregation_model, rack=rack,
-                                power_kw=a.power_kw, rack_units=a.rack_units))
+            extra.append(
+                Device(
+                    a.name,
+                    "oob_aggregation",
+                    oob.aggregation_model,
+                    rack=rack,
+                    power_kw=a.power_kw,
+                    rack_units=a.rack_units,
+                )
+            )
     for d in extra:
         racks.setdefault(d.rack, []).append(d)
 
@@ -256,15 +279,42 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
         count = ceil(len(managed) / access)
         for i in range(count):
             sw_name = f"{name}-oob" if count == 1 else f"{name}-oob{i + 1}"
-            oob_devices.append(Device(sw_name, "oob_switch", oob.switch_model, su=su_of[name], rack=name,
-                                      power_kw=oob_sw.power_kw, rack_units=oob_sw.rack_units))
-            for p, d in enumerate(managed[i * access:(i + 1) * access]):
-                links.append(Link(d.name, oob_port_of(cat, d), sw_name, oob_sw.port(p, oob_sw.cage_speed_gbps),
-                                  "oob", "device-oob", oob_sw.cage_speed_gbps))
+            oob_devices.append(
+                Device(
+                    sw_name,
+                    "oob_switch",
+                    oob.switch_model,
+                    su=su_of[name],
+                    rack=name,
+                    power_kw=oob_sw.power_kw,
+                    rack_units=oob_sw.rack_units,
+                )
+            )
+            for p, d in enumerate(managed[i * access : (i + 1) * access]):
+                links.append(
+                    Link(
+                        d.name,
+                        oob_port_of(cat, d),
+                        sw_name,
+                        oob_sw.port(p, oob_sw.cage_speed_gbps),
+                        "oob",
+                        "device-oob",
+                        oob_sw.cage_speed_gbps,
+                    )
+                )
             group, agg_port = divmod(pl.rack_index(*position[name]) * slots + i, agg_radix)
             for j in range(oob.uplinks_per_switch):
-                links.append(Link(sw_name, oob_sw.uplink_port(j), agg_slots[group * oob.uplinks_per_switch + j].name,
-                                  agg_model.port(agg_port, agg_speed), "oob", "oob-agg", agg_speed))
+                links.append(
+                    Link(
+                        sw_name,
+                        oob_sw.uplink_port(j),
+                        agg_slots[group * oob.uplinks_per_switch + j].name,
+                        agg_model.port(agg_port, agg_speed),
+                        "oob",
+                        "oob-agg",
+                        agg_speed,
+                    )
+                )
     for d in oob_devices:
         racks[d.rack].append(d)
 
@@ -276,16 +326,39 @@ def place_racks(spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
         if planned > budget + 1e-9:
             raise SpecError("racks.power_budget_kw", f"{name} plans {planned:.1f} kW, over its {budget} kW budget")
         if planned > r.pdus_per_feed * pdu.max_kw + 1e-9:
-            raise SpecError("racks.pdu_model", f"{name} plans {planned:.1f} kW but one feed of "
-                            f"{r.pdus_per_feed} x {r.pdu_model} carries {r.pdus_per_feed * pdu.max_kw} kW (2N)")
-        lq = round(sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node"), 3) \
-            if liquid else 0.0
+            raise SpecError(
+                "racks.pdu_model",
+                f"{name} plans {planned:.1f} kW but one feed of "
+                f"{r.pdus_per_feed} x {r.pdu_model} carries {r.pdus_per_feed * pdu.max_kw} kW (2N)",
+            )
+        lq = round(sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node"), 3) if liquid else 0.0
         kinds = {d.role for d in members}
-        kind = ("compute" if "gpu_node" in kinds else "cdu" if kinds <= {"cdu", "pdu", "oob_switch"}
-                else "network" if su_of[name] else "infra")
+        kind = (
+            "compute"
+            if "gpu_node" in kinds
+            else "cdu"
+            if kinds <= {"cdu", "pdu", "oob_switch"}
+            else "network"
+            if su_of[name]
+            else "infra"
+        )
         row, pos = position[name]
-        out_racks.append(Rack(name, row, pos, kind, su_of[name], budget, planned, lq, round(planned - lq, 3),
-                              r.cooling, sum(d.rack_units for d in members), pl.rack_index(row, pos)))
+        out_racks.append(
+            Rack(
+                name,
+                row,
+                pos,
+                kind,
+                su_of[name],
+                budget,
+                planned,
+                lq,
+                round(planned - lq, 3),
+                r.cooling,
+                sum(d.rack_units for d in members),
+                pl.rack_index(row, pos),
+            )
+        )
     return placed + extra + oob_devices, links, out_racks, pl.rows_max(agg_racks) * pl.row_width
 
 

@@ -43,7 +43,8 @@ class ComputeFabric(_Spec):
     fabric_manager: bool = Field(False, description="a UFM appliance attaches in SU 1 in place of one node")
     ufm_model: str = "ufm-3.0"
     spine_count: PositiveInt | None = Field(
-        None, description="override: spines (two tiers) or spines per block (three tiers)")
+        None, description="override: spines (two tiers) or spines per block (three tiers)"
+    )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _ufm = field_validator("ufm_model")(lambda v: _known("appliances", v))
@@ -122,7 +123,8 @@ class Addressing(_Spec):
 
     rails: str = Field("100.64.0.0/11", description="RoCE GPU NIC addresses")
     rail_mode: Literal["p2p", "per_leaf"] = Field(
-        "p2p", description="p2p: a /31 per GPU NIC (leaf .0, NIC .1); per_leaf: one subnet per rail leaf")
+        "p2p", description="p2p: a /31 per GPU NIC (leaf .0, NIC .1); per_leaf: one subnet per rail leaf"
+    )
     fabric_p2p: str = Field("100.96.0.0/13", description="/31s on switch-to-switch links")
     loopbacks: str = "10.255.0.0/16"
     inband: str = "10.16.0.0/14"
@@ -132,8 +134,7 @@ class Addressing(_Spec):
     asn_first: int = Field(4200000000, ge=1, le=4294967294)
     asn_last: int = Field(4294967294, ge=1, le=4294967294)
 
-    _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")(
-        lambda v: _network(v))
+    _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")(lambda v: _network(v))
 
     @model_validator(mode="after")
     def _asn_range(self) -> Addressing:
@@ -142,8 +143,10 @@ class Addressing(_Spec):
         return self
 
     def pools(self) -> dict[str, netaddr.IPNetwork]:
-        return {name: netaddr.IPNetwork(getattr(self, name))
-                for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")}
+        return {
+            name: netaddr.IPNetwork(getattr(self, name))
+            for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")
+        }
 
 
 class PodSpec(_Spec):
@@ -151,7 +154,8 @@ class PodSpec(_Spec):
     node_model: str
     scalable_units: PositiveInt
     max_scalable_units: PositiveInt | None = Field(
-        None, description="end state the spine/core tiers are sized for (default: scalable_units)")
+        None, description="end state the spine/core tiers are sized for (default: scalable_units)"
+    )
     nodes_per_su: PositiveInt
     compute_fabric: ComputeFabric
     storage_fabric: StorageFabric = StorageFabric()
@@ -166,7 +170,8 @@ class PodSpec(_Spec):
         if self.max_scalable_units is not None and self.max_scalable_units < self.scalable_units:
             raise ValueError(
                 f"max_scalable_units ({self.max_scalable_units}) must not be below "
-                f"scalable_units ({self.scalable_units})")
+                f"scalable_units ({self.scalable_units})"
+            )
         return self
 
     @property

@@ -1,0 +1,149 @@
+"""The `superpod` command: plan, diff and schema (apply and drift drive Ansible)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+
+from topology.build import build
+from topology.errors import SpecError, SpecErrors
+from topology.spec import PodSpec, json_schema, load_spec_file, load_stack_file
+
+app = typer.Typer(
+    add_completion=False,
+    no_args_is_help=True,
+    help="GPU SuperPOD infrastructure as code: a pod spec becomes fabric, cabling, "
+    "addresses, racks and an Ansible inventory.",
+)
+console = Console()
+err = Console(stderr=True)
+
+StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
+SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045
+ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pulumi.<stack>.yaml files live")]
+
+
+def fail(errors: list[SpecError] | SpecError) -> None:
+    for e in errors if isinstance(errors, list) else [errors]:
+        err.print(f"[bold red]error:[/] [bold]{e.field}[/]: {e.rule}", highlight=False)
+    raise typer.Exit(2)
+
+
+def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, PodSpec]:
+    if bool(stack) == bool(spec):
+        fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
+    try:
+        if stack:
+            path = project_dir / f"Pulumi.{stack}.yaml"
+            if not path.is_file():
+                fail(SpecError("--stack", f"no stack file {path}"))
+            return stack, load_stack_file(str(path))
+        if not spec.is_file():
+            fail(SpecError("--spec", f"no such file {spec}"))
+        parsed = load_spec_file(str(spec))
+        return parsed.name, parsed
+    except SpecErrors as e:
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
+
+
+def layout_of(pod: PodSpec):
+    try:
+        return build(pod)
+    except SpecError as e:
+        fail(e)
+
+
+@app.command()
+def plan(
+    stack: StackOpt = None,
+    spec: SpecOpt = None,
+    project_dir: ProjectOpt = Path("."),
+    out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
+    json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+) -> None:
+    """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
+    layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
+    from topology.render.artifacts import render_artifacts
+    from topology.render.files import write_all
+    from topology.render.summary import summary, summary_tables
+
+    name, pod = load(stack, spec, project_dir)
+    layout = layout_of(pod)
+    out_dir = out or project_dir / "build" / name
+    inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
+    files = render_artifacts(layout, out_dir, inventory_dir)  # everything rendered before anything is written
+    changed = write_all(files)
+    if json_summary:
+        print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)}, indent=1))
+        return
+    for table in summary_tables(layout):
+        console.print(table)
+    console.print(
+        f"wrote {len(changed)} of {len(files)} files ({len(files) - len(changed)} unchanged): "
+        f"{out_dir}/ and {inventory_dir}/",
+        highlight=False,
+    )
+
+
+def _load_either(ref: str, project_dir: Path) -> PodSpec:
+    path = Path(ref)
+    if path.is_file():
+        return load(None, path, project_dir)[1] if "superpod:pod" not in path.read_text() else _stack_from_path(path)
+    return load(ref, None, project_dir)[1]
+
+
+def _stack_from_path(path: Path) -> PodSpec:
+    try:
+        return load_stack_file(str(path))
+    except SpecErrors as e:
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
+
+
+@app.command()
+def diff(
+    old: Annotated[str, typer.Argument(help="stack name or spec/stack file")],
+    new: Annotated[str, typer.Argument(help="stack name or spec/stack file")],
+    project_dir: ProjectOpt = Path("."),
+    limit: Annotated[int, typer.Option(help="lines shown per list (0: all)")] = 20,
+) -> None:
+    """List devices, cables and addresses added, removed or changed from OLD to NEW.
+    Exits 0 when the layouts are the same, 1 when they differ."""
+    from topology.diff import diff_layouts
+
+    changes = diff_layouts(layout_of(_load_either(old, project_dir)), layout_of(_load_either(new, project_dir)))
+    any_change = False
+    for what, c in changes.items():
+        console.print(f"[bold]{what}[/]: +{len(c.added)} -{len(c.removed)} ~{len(c.changed)}")
+        for sign, items in (("+", c.added), ("-", c.removed), ("~", c.changed)):
+            shown = items if limit == 0 else items[:limit]
+            for item in shown:
+                console.print(f"  {sign} {item}", highlight=False)
+            if len(items) > len(shown):
+                console.print(f"  {sign} … {len(items) - len(shown)} more", highlight=False)
+        any_change |= bool(c)
+    raise typer.Exit(1 if any_change else 0)
+
+
+@app.command()
+def schema(out: Annotated[Optional[Path], typer.Option(help="write to a file instead of stdout")] = None) -> None:  # noqa: UP045
+    """Print the JSON Schema of the pod spec (the value of superpod:pod)."""
+    text = json.dumps(json_schema(), indent=2) + "\n"
+    if out:
+        from topology.render.files import write_atomic
+
+        write_atomic(out, text)
+    else:
+        sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    app()

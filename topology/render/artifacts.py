@@ -1,0 +1,26 @@
+"""The set of files a plan produces; `superpod plan` and the Pulumi program share it,
+so both write byte-identical artifacts for the same spec."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topology.model import Layout
+from topology.render.inventory import render_inventory
+from topology.render.layout_json import layout_json
+from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
+
+TABLES = {
+    "devices.csv": devices_csv,
+    "cabling.csv": cabling_csv,
+    "ipplan.csv": ipplan_csv,
+    "asns.csv": asns_csv,
+    "racks.csv": racks_csv,
+    "layout.json": layout_json,
+}
+
+
+def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict[Path, str]:
+    files = {Path(out_dir) / name: render(layout) for name, render in TABLES.items()}
+    files.update(render_inventory(layout, Path(inventory_dir)))
+    return files

@@ -1,0 +1,280 @@
+"""The Ansible inventory: the one contract between the layout and the roles.
+
+Host vars of GPU nodes are defined here, typed (`GpuNodeVars`, `RailVars`), and checked
+again by each role's meta/argument_specs.yml. Generated files carry a header and are
+rewritten whole; `group_vars/all/overrides.yml` is the user's and is only created once.
+Secrets are never written: BMC credentials are references to vault variables.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+from pydantic import BaseModel, ConfigDict
+
+from topology import catalog
+from topology.model import Device, Layout
+from topology.names import row_letters
+from topology.render.files import GENERATED
+
+ROLE_GROUPS = {
+    "gpu_node": "gpu_nodes",
+    "leaf": "leaf_switches",
+    "spine": "spine_switches",
+    "core": "core_switches",
+    "storage_leaf": "storage_leaf_switches",
+    "storage_spine": "storage_spine_switches",
+    "storage_server": "storage_servers",
+    "inband_switch": "inband_switches",
+    "inband_core": "inband_core_switches",
+    "oob_switch": "oob_switches",
+    "oob_aggregation": "oob_aggregation_switches",
+    "mgmt_node": "mgmt_nodes",
+    "ufm": "ufm",
+}
+DATA_ONLY_ROLES = ("pdu", "cdu")  # monitored, not managed over SSH
+
+
+class _Vars(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RailVars(_Vars):
+    rail: int
+    gpu: int
+    hca: str
+    netdev: str
+    numa: int
+    leaf: str
+    leaf_port: str
+    address: str  # with prefix length; "" on InfiniBand without IPoIB
+    peer: str  # leaf address (p2p) or gateway (per_leaf); "" when none
+
+
+class HostNicVars(_Vars):
+    netdev: str
+    hca: str
+    address: str
+    gateway: str
+
+
+class GpuNodeVars(_Vars):
+    ansible_host: str
+    superpod_bmc_address: str
+    superpod_su: int
+    superpod_rack: str
+    superpod_row: str
+    superpod_node_model: str
+    superpod_gpu_model: str
+    superpod_gpu_count: int
+    superpod_nvswitch: bool
+    superpod_numa_nodes: int
+    superpod_fabric_kind: str
+    superpod_inband_interface: str
+    superpod_inband_members: list[str]
+    superpod_inband_gateway: str
+    superpod_storage_nics: list[HostNicVars]
+    rails: list[RailVars]
+
+
+class SwitchVars(_Vars):
+    ansible_host: str  # OOB management address
+    superpod_role: str
+    superpod_model: str
+    superpod_rack: str
+    superpod_su: int | None
+    superpod_loopback: str | None
+    superpod_asn: int | None
+
+
+def group_name(text: str) -> str:
+    """Ansible group names: letters, digits and underscores."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", text)
+
+
+def _index(layout: Layout) -> tuple[dict, dict, dict, dict]:
+    addr: dict[tuple[str, str], object] = {}
+    by_pool: dict[tuple[str, str], object] = {}
+    for a in layout.addresses:
+        addr[(a.device, a.interface)] = a
+        by_pool.setdefault((a.device, a.pool), a)
+    asn = {a.device: a.asn for a in layout.asns}
+    rows = {r.name: r.row for r in layout.racks}
+    return addr, by_pool, asn, rows
+
+
+def _ip(a) -> str:
+    return a.address.split("/")[0] if a is not None else ""
+
+
+def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) -> GpuNodeVars:
+    cat = catalog.load()
+    spec = layout.spec
+    node = cat.nodes[d.model]
+    kind = spec.compute_fabric.kind
+    rails = []
+    for nic in sorted(node.compute_nics, key=lambda n: n.gpu):
+        netdev = nic.netdev(kind)
+        a = addr.get((d.name, netdev))
+        leaf, leaf_port = leaf_ports[(d.name, netdev)]
+        rails.append(
+            RailVars(
+                rail=nic.gpu,
+                gpu=nic.gpu,
+                hca=nic.hca,
+                netdev=netdev,
+                numa=nic.numa,
+                leaf=leaf,
+                leaf_port=leaf_port,
+                address=a.address if a else "",
+                peer=a.peer if a else "",
+            )
+        )
+    storage = []
+    for nic in node.storage_nics:
+        a = addr.get((d.name, nic.netdev))
+        if a is not None:
+            storage.append(HostNicVars(netdev=nic.netdev, hca=nic.hca, address=a.address, gateway=a.peer))
+    inband = by_pool.get((d.name, "inband"))
+    return GpuNodeVars(
+        ansible_host=_ip(inband),
+        superpod_bmc_address=_ip(by_pool.get((d.name, "oob"))),
+        superpod_su=d.su,
+        superpod_rack=d.rack,
+        superpod_row=row_letters(rows[d.rack]),
+        superpod_node_model=d.model,
+        superpod_gpu_model=node.gpu,
+        superpod_gpu_count=node.gpu_count,
+        superpod_nvswitch=node.nvswitch,
+        superpod_numa_nodes=node.numa_nodes,
+        superpod_fabric_kind=kind,
+        superpod_inband_interface=inband.interface if inband else "bond0",
+        superpod_inband_members=[n.netdev for n in node.inband_nics],
+        superpod_inband_gateway=inband.peer if inband else "",
+        superpod_storage_nics=storage,
+        rails=rails,
+    )
+
+
+def _monitoring(layout: Layout, by_pool, rows) -> dict:
+    cat = catalog.load()
+    su_name = {d.name: f"su{d.su:02d}" for d in layout.devices if d.su is not None}
+    racks = [
+        {
+            "name": r.name,
+            "row": row_letters(r.row),
+            "su": f"su{r.su:02d}" if r.su else None,
+            "budget_kw": r.budget_kw,
+            "planned_kw": r.planned_kw,
+            "cooling": r.cooling,
+        }
+        for r in layout.racks
+    ]
+    pdus, cdus = [], []
+    for d in layout.devices:
+        if d.role == "pdu":
+            model = cat.pdus[d.model]
+            pdus.append(
+                {
+                    "name": d.name,
+                    "rack": d.rack,
+                    "row": row_letters(rows[d.rack]),
+                    "su": su_name.get(d.name),
+                    "feed": d.name.rsplit("-", 1)[1][0].upper(),
+                    "address": _ip(by_pool.get((d.name, "oob"))),
+                    "protocol": model.protocol,
+                    "profile": model.vendor,
+                    "model": d.model,
+                }
+            )
+        elif d.role == "cdu":
+            model = cat.cdus[d.model]
+            cdus.append(
+                {
+                    "name": d.name,
+                    "rack": d.rack,
+                    "row": row_letters(rows[d.rack]),
+                    "su": su_name.get(d.name),
+                    "address": _ip(by_pool.get((d.name, "oob"))),
+                    "protocol": model.protocol,
+                    "redfish_id": "1",
+                    "capacity_kw": model.capacity_kw,
+                }
+            )
+    return {"ashrae_class": layout.spec.racks.ashrae_class, "racks": racks, "pdus": pdus, "cdus": cdus}
+
+
+def _yaml(doc: dict, what: str) -> str:
+    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=200)
+    return f"# {what}: {GENERATED}\n---\n{body}"
+
+
+def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
+    """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/)."""
+    addr, by_pool, asn, rows = _index(layout)
+    leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
+    groups: dict[str, dict] = {g: {} for g in ROLE_GROUPS.values()}
+    su_groups: dict[str, list[str]] = {}
+    rack_groups: dict[str, list[str]] = {}
+    for d in layout.devices:
+        if d.role in DATA_ONLY_ROLES:
+            continue
+        if d.role == "gpu_node":
+            hv = gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports).model_dump()
+        elif d.role in ("mgmt_node", "storage_server", "ufm"):
+            hv = {
+                "ansible_host": _ip(by_pool.get((d.name, "inband"))) or _ip(by_pool.get((d.name, "oob"))),
+                "superpod_bmc_address": _ip(by_pool.get((d.name, "oob"))),
+                "superpod_rack": d.rack,
+                "superpod_model": d.model,
+            }
+        else:
+            loop = addr.get((d.name, "lo"))
+            hv = SwitchVars(
+                ansible_host=_ip(by_pool.get((d.name, "oob"))),
+                superpod_role=d.role,
+                superpod_model=d.model,
+                superpod_rack=d.rack,
+                superpod_su=d.su,
+                superpod_loopback=loop.address if loop else None,
+                superpod_asn=asn.get(d.name),
+            ).model_dump()
+        groups[ROLE_GROUPS[d.role]][d.name] = hv
+        if d.su is not None:
+            su_groups.setdefault(f"su{d.su:02d}", []).append(d.name)
+        rack_groups.setdefault(group_name(d.rack), []).append(d.name)
+
+    children: dict[str, dict] = {}
+    for g, hosts in groups.items():
+        children[g] = {"hosts": hosts} if hosts else {}
+    for g, names in sorted(su_groups.items()):
+        children[g] = {"hosts": {n: None for n in names}}
+    for g, names in sorted(rack_groups.items()):
+        children[g] = {"hosts": {n: None for n in names}}
+    hosts_doc = {"all": {"children": children}}
+
+    spec = layout.spec
+    all_vars = {
+        "superpod_pod": spec.name,
+        "superpod_fabric_kind": spec.compute_fabric.kind,
+        "superpod_node_model": spec.node_model,
+        # Secrets stay out of generated files: put these in group_vars/all/vault.yml
+        # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
+        "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",
+        "superpod_bmc_password": "{{ vault_bmc_password | default('') }}",
+        "superpod_monitoring": _monitoring(layout, by_pool, rows),
+    }
+    files = {
+        root / "hosts.yml": _yaml(hosts_doc, f"inventory of pod {spec.name}"),
+        root / "group_vars" / "all" / "00_generated.yml": _yaml(all_vars, f"pod-wide variables of {spec.name}"),
+    }
+    overrides = root / "group_vars" / "all" / "overrides.yml"
+    if not overrides.exists():
+        files[overrides] = (
+            "# Hand-kept overrides for this pod. `superpod plan` never rewrites this file.\n"
+            "# Variables here win over the generated 00_generated.yml beside it (files load in name order).\n"
+            "---\n{}\n"
+        )
+    return files

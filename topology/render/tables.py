@@ -1,0 +1,123 @@
+"""CSV artifacts: devices, cabling, IP plan, ASNs, racks."""
+
+from __future__ import annotations
+
+import csv
+import io
+
+from topology.model import Layout
+
+
+def _csv(header: list[str], rows) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+def _blank(v) -> object:
+    return "" if v is None else v
+
+
+def devices_csv(layout: Layout) -> str:
+    first: dict[tuple[str, str], str] = {}
+    for a in layout.addresses:
+        if a.pool in ("oob", "inband"):
+            first.setdefault((a.device, a.pool), a.address.split("/")[0])
+    return _csv(
+        [
+            "name",
+            "role",
+            "model",
+            "su",
+            "rack",
+            "rail",
+            "block",
+            "power_kw",
+            "rack_units",
+            "oob_address",
+            "inband_address",
+        ],
+        (
+            (
+                d.name,
+                d.role,
+                d.model,
+                _blank(d.su),
+                _blank(d.rack),
+                _blank(d.rail),
+                _blank(d.block),
+                d.power_kw,
+                d.rack_units,
+                first.get((d.name, "oob"), ""),
+                first.get((d.name, "inband"), ""),
+            )
+            for d in layout.devices
+        ),
+    )
+
+
+def cabling_csv(layout: Layout) -> str:
+    return _csv(
+        ["a_device", "a_port", "b_device", "b_port", "kind", "fabric", "speed_gbps", "length_class", "media"],
+        (
+            (
+                lk.a_device,
+                lk.a_port,
+                lk.b_device,
+                lk.b_port,
+                lk.tier,
+                lk.fabric,
+                lk.speed_gbps,
+                lk.length_class,
+                lk.media,
+            )
+            for lk in layout.links
+        ),
+    )
+
+
+def ipplan_csv(layout: Layout) -> str:
+    return _csv(
+        ["device", "interface", "address", "network", "pool", "peer"],
+        ((a.device, a.interface, a.address, a.network, a.pool, a.peer) for a in layout.addresses),
+    )
+
+
+def asns_csv(layout: Layout) -> str:
+    return _csv(["device", "asn", "scope"], ((a.device, a.asn, a.scope) for a in layout.asns))
+
+
+def racks_csv(layout: Layout) -> str:
+    return _csv(
+        [
+            "name",
+            "row",
+            "position",
+            "kind",
+            "su",
+            "budget_kw",
+            "planned_kw",
+            "liquid_kw",
+            "air_kw",
+            "cooling",
+            "rack_units_used",
+        ],
+        (
+            (
+                r.name,
+                r.row + 1,
+                r.position,
+                r.kind,
+                _blank(r.su),
+                r.budget_kw,
+                r.planned_kw,
+                r.liquid_kw,
+                r.air_kw,
+                r.cooling,
+                r.rack_units_used,
+            )
+            for r in layout.racks
+        ),
+    )
