@@ -21,7 +21,7 @@ app = typer.Typer(
     "addresses, racks and an Ansible inventory.",
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 
 StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
 SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topology.build import build
+from topology.spec import PodSpec, load_stack_file, parse
+
+ROOT = Path(__file__).resolve().parents[1]
+STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
+
+
+def stack_spec(name: str) -> PodSpec:
+    return load_stack_file(str(ROOT / f"Pulumi.{name}.yaml"))
+
+
+_cache: dict = {}
+
+
+def stack_layout(name: str):
+    if name not in _cache:
+        _cache[name] = build(stack_spec(name))
+    return _cache[name]
+
+
+def spec_with(base: str = "lab", **changes) -> PodSpec:
+    """An example spec with fields replaced (nested dicts merge)."""
+    data = stack_spec(base).model_dump(exclude_none=True)
+
+    def merge(into, new):
+        for k, v in new.items():
+            if isinstance(v, dict) and isinstance(into.get(k), dict):
+                merge(into[k], v)
+            else:
+                into[k] = v
+    merge(data, changes)
+    return parse(data)
+
+
+@pytest.fixture(params=STACKS)
+def example(request):
+    return request.param, stack_layout(request.param)

@@ -1,0 +1,155 @@
+"""Invariants every layout must hold; used on the examples and on generated specs."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import netaddr
+
+from topology import catalog
+from topology.model import Layout
+
+
+def check_fabric(layout: Layout) -> None:
+    cat = catalog.load()
+    spec = layout.spec
+    devices = layout.by_name
+    # every link end names a device, and no port carries two cables
+    ends = Counter()
+    for lk in layout.links:
+        assert lk.a_device in devices and lk.b_device in devices, lk
+        ends[(lk.a_device, lk.a_port)] += 1
+        ends[(lk.b_device, lk.b_port)] += 1
+    assert max(ends.values()) == 1, [e for e, n in ends.items() if n > 1][:5]
+
+    # no port beyond the switch's ports at the link's speed
+    valid: dict[tuple[str, int], set[str]] = {}
+    for lk in layout.links:
+        for dev, port in ((lk.a_device, lk.a_port), (lk.b_device, lk.b_port)):
+            model = devices[dev].model
+            if model not in cat.switches:
+                continue
+            sw = cat.switches[model]
+            speed = lk.speed_gbps
+            if lk.tier == "oob-agg" and devices[dev].role == "oob_switch":
+                names = {sw.uplink_port(i) for i in range(sw.uplink_cages)}
+            elif lk.tier == "device-oob" and dev == lk.a_device:
+                names = {sw.mgmt_port}
+            else:
+                key = (model, speed)
+                if key not in valid:
+                    valid[key] = {sw.port(i, speed) for i in range(sw.radix(speed))}
+                names = valid[key]
+            assert port in names, f"{dev} {port} is not a {speed}G port of {model}"
+
+    # rail alignment: the NIC of GPU i goes to the rail-i leaf of the node's own SU
+    node = cat.nodes[spec.node_model]
+    gpu_of = {nic.netdev(spec.compute_fabric.kind): nic.gpu for nic in node.compute_nics}
+    for lk in layout.links:
+        if lk.tier == "node-leaf":
+            n, leaf = devices[lk.a_device], devices[lk.b_device]
+            assert leaf.role == "leaf" and leaf.rail == gpu_of[lk.a_port] and leaf.su == n.su, lk
+
+    # every leaf has the same number of links to each spine of its group
+    per_pair = defaultdict(Counter)
+    for lk in layout.links:
+        if lk.tier == "leaf-spine":
+            per_pair[lk.a_device][lk.b_device] += 1
+    counts = {n for c in per_pair.values() for n in c.values()}
+    spans = {len(c) for c in per_pair.values()}
+    assert len(counts) == 1 and len(spans) == 1, (counts, spans)
+    if layout.facts["tiers"] == 2:
+        spines = {d.name for d in layout.devices if d.role == "spine"}
+        assert all(set(c) == spines for c in per_pair.values())
+
+    # link counts per tier
+    tiers = Counter(lk.tier for lk in layout.links)
+    nodes = layout.facts["nodes"]
+    assert tiers["node-leaf"] == nodes * node.rails
+    leaves = [d for d in layout.devices if d.role == "leaf"]
+    assert tiers["leaf-spine"] == len(leaves) * layout.facts["leaf_ports_up"]
+    if layout.facts["tiers"] == 3:
+        per_spine = Counter(lk.a_device for lk in layout.links if lk.tier == "spine-core")
+        per_core = Counter(lk.b_device for lk in layout.links if lk.tier == "spine-core")
+        assert len(per_spine) == sum(1 for d in layout.devices if d.role == "spine")
+        assert len(set(per_spine.values())) == 1 and len(set(per_core.values())) == 1
+        assert tiers["spine-core"] == sum(per_spine.values())
+
+
+def check_addresses(layout: Layout) -> None:
+    spec = layout.spec
+    pools = spec.addressing.pools()
+    seen: dict[str, str] = {}
+    p2p_ends = defaultdict(list)
+    for a in layout.addresses:
+        ip = netaddr.IPNetwork(a.address)
+        net = netaddr.IPNetwork(a.network)
+        assert ip.ip in net and net.prefixlen == ip.prefixlen, a
+        assert net in pools[a.pool], f"{a} outside pool {pools[a.pool]}"
+        key = str(ip.ip)
+        assert key not in seen, f"{key} used by {seen[key]} and {a.device} {a.interface}"
+        seen[key] = f"{a.device} {a.interface}"
+        if net.prefixlen == 31:
+            p2p_ends[a.network].append((a.device, a.interface))
+        if ip.prefixlen < 31:  # neither network nor broadcast address is a host's
+            assert ip.ip not in (net.network, net.broadcast), a
+    # each /31 is shared by exactly the two ends of one cable
+    cable_of = {}
+    for lk in layout.links:
+        cable_of[(lk.a_device, lk.a_port)] = lk
+        cable_of[(lk.b_device, lk.b_port)] = lk
+    for net, ends in p2p_ends.items():
+        assert len(ends) == 2, (net, ends)
+        assert cable_of[ends[0]] is cable_of[ends[1]], (net, ends)
+    # no two subnets of different scopes overlap: a subnet is one pool's and one group's
+    nets = sorted({(netaddr.IPNetwork(a.network).first, netaddr.IPNetwork(a.network).last) for a in layout.addresses})
+    for (f1, l1), (f2, _) in zip(nets, nets[1:]):
+        assert f2 > l1, "overlapping subnets"
+    # ASNs: one per leaf, unique; spines of a group share one; the top tier shares one
+    by_scope = defaultdict(list)
+    for a in layout.asns:
+        by_scope[a.scope].append(a.asn)
+        assert spec.addressing.asn_first <= a.asn <= spec.addressing.asn_last
+    for scope in ("leaf", "storage-leaf"):
+        assert len(set(by_scope[scope])) == len(by_scope[scope])
+    for scope in ("top-tier", "storage-top-tier"):
+        assert len(set(by_scope[scope])) <= 1
+    distinct = [set(v) for v in by_scope.values()]
+    for i, a in enumerate(distinct):
+        for b in distinct[i + 1:]:
+            assert not a & b
+
+
+def check_racks(layout: Layout) -> None:
+    for r in layout.racks:
+        assert r.planned_kw <= r.budget_kw + 1e-9, r
+        assert abs(r.liquid_kw + r.air_kw - r.planned_kw) < 1e-6
+    racked = {d.rack for d in layout.devices}
+    assert racked == {r.name for r in layout.racks}
+    assert all(d.rack for d in layout.devices)
+    # every rack has both feeds
+    for r in layout.racks:
+        feeds = {d.name.rsplit("-", 1)[1][0] for d in layout.devices if d.role == "pdu" and d.rack == r.name}
+        assert feeds == {"a", "b"}, r.name
+
+
+def check_all(layout: Layout) -> None:
+    check_fabric(layout)
+    check_addresses(layout)
+    check_racks(layout)
+
+
+def check_growth(small: Layout, big: Layout) -> None:
+    """Growing within max_scalable_units changes no existing cable, port, address or rack."""
+    big_links = {(lk.a_device, lk.a_port): lk for lk in big.links}
+    for lk in small.links:
+        assert big_links.get((lk.a_device, lk.a_port)) == lk, lk
+    big_addr = {(a.device, a.interface): a for a in big.addresses}
+    for a in small.addresses:
+        assert big_addr.get((a.device, a.interface)) == a, a
+    big_asn = {a.device: a.asn for a in big.asns}
+    for a in small.asns:
+        assert big_asn[a.device] == a.asn
+    big_dev = big.by_name
+    for d in small.devices:
+        assert big_dev[d.name].rack == d.rack, d
