@@ -103,7 +103,7 @@ def check_addresses(layout: Layout) -> None:
         assert cable_of[ends[0]] is cable_of[ends[1]], (net, ends)
     # no two subnets of different scopes overlap: a subnet is one pool's and one group's
     nets = sorted({(netaddr.IPNetwork(a.network).first, netaddr.IPNetwork(a.network).last) for a in layout.addresses})
-    for (f1, l1), (f2, _) in zip(nets, nets[1:]):
+    for (_, l1), (f2, _) in zip(nets, nets[1:], strict=False):
         assert f2 > l1, "overlapping subnets"
     # ASNs: one per leaf, unique; spines of a group share one; the top tier shares one
     by_scope = defaultdict(list)

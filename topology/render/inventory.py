@@ -207,7 +207,9 @@ def _monitoring(layout: Layout, by_pool, rows) -> dict:
 
 
 def _yaml(doc: dict, what: str) -> str:
-    body = yaml.safe_dump(doc, sort_keys=False, default_flow_style=False, width=200)
+    # libyaml's emitter when present: the pure-Python one takes seconds on big pods
+    dumper = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+    body = yaml.dump(doc, Dumper=dumper, sort_keys=False, default_flow_style=False, width=200)
     return f"# {what}: {GENERATED}\n---\n{body}"
 
 

@@ -9,7 +9,12 @@ from topology.model import Layout
 
 
 def _rows(items) -> list[dict]:
-    return [dataclasses.asdict(i) for i in items]
+    # flat records: reading fields directly is much faster than dataclasses.asdict's deep copy
+    items = list(items)
+    if not items:
+        return []
+    names = [f.name for f in dataclasses.fields(items[0])]
+    return [{n: getattr(i, n) for n in names} for i in items]
 
 
 def layout_json(layout: Layout) -> str:
@@ -23,4 +28,4 @@ def layout_json(layout: Layout) -> str:
         "addresses": _rows(layout.addresses),
         "asns": _rows(layout.asns),
     }
-    return json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    return json.dumps(doc, separators=(",", ":")) + "\n"  # compact: the C encoder, seconds faster at scale

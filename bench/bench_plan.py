@@ -1,0 +1,57 @@
+"""Plan time and peak memory for 1k, 8k, 32k and 100k GPUs (build + render, no disk).
+
+Run: .venv/bin/python bench/bench_plan.py
+Targets on a 2-core machine: 8k GPUs under 2 s, 100k under 20 s, cost linear in cables.
+"""
+
+from __future__ import annotations
+
+import time
+import tracemalloc
+from pathlib import Path
+
+from topology.build import build
+from topology.render.artifacts import render_artifacts
+from topology.spec import parse
+
+
+def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None) -> dict:
+    sus = -(-gpus // (8 * nodes_per_su))
+    return {
+        "name": f"bench-{gpus}", "node_model": "hgx-h100-8x400g", "scalable_units": sus, "nodes_per_su": nodes_per_su,
+        "max_scalable_units": max_su or sus,
+        "compute_fabric": {"kind": "roce", "switch_model": switch},
+        "storage_fabric": {"switch_model": "sn5600", "storage_servers": 64},
+        "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5600", "mgmt_nodes": 5}},
+        "racks": {"racks_per_row": 20},
+        "addressing": {"rails": "100.64.0.0/11", "fabric_p2p": "100.96.0.0/12", "oob": "10.20.0.0/14"},
+    }
+
+
+CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32)), ("32k", pod(32768, "sn5400", 32)),
+         ("100k", pod(100352, "sn5600", 64))]
+
+
+def main() -> None:
+    print(f"{'pod':>5} {'gpus':>7} {'tiers':>5} {'devices':>8} {'cables':>8} {'build s':>8} {'render s':>9} "
+          f"{'us/cable':>9} {'peak MiB':>9}")
+    for label, data in CASES:
+        spec = parse(data)
+        t0 = time.perf_counter()
+        layout = build(spec)
+        t1 = time.perf_counter()
+        files = render_artifacts(layout, Path("/nonexistent/out"), Path("/nonexistent/inv"))
+        t2 = time.perf_counter()
+        # peak memory in a second, traced run: tracing slows Python down several times
+        tracemalloc.start()
+        render_artifacts(build(spec), Path("/nonexistent/out"), Path("/nonexistent/inv"))
+        peak = tracemalloc.get_traced_memory()[1] / 2**20
+        tracemalloc.stop()
+        assert files
+        cables = len(layout.links)
+        print(f"{label:>5} {layout.facts['gpus']:>7} {layout.facts['tiers']:>5} {len(layout.devices):>8} {cables:>8} "
+              f"{t1 - t0:>8.2f} {t2 - t1:>9.2f} {(t2 - t0) / cables * 1e6:>9.1f} {peak:>9.0f}")
+
+
+if __name__ == "__main__":
+    main()
