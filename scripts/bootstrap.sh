@@ -22,15 +22,17 @@ fi
 
 # The install is keyed on the files that define it, so a second run is instant.
 stamp=.venv/.superpod-install
-key=$(cat pyproject.toml agents/*/pyproject.toml 2>/dev/null | sha256sum | cut -c1-16)
+shopt -s nullglob
+agents=(agents/*/pyproject.toml)
+key=$(cat pyproject.toml "${agents[@]}" | sha256sum | cut -c1-16)
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
 fi
 if [[ "$(cat "$stamp" 2>/dev/null)" != "$key" ]]; then
   .venv/bin/pip install -q -U pip
   extra=()
-  for agent in agents/*/pyproject.toml; do
-    [[ -f "$agent" ]] && extra+=(-e "$(dirname "$agent")[test]")
+  for agent in "${agents[@]}"; do
+    extra+=(-e "$(dirname "$agent")[test]")
   done
   .venv/bin/pip install -q -e '.[test,pulumi,ansible]' "${extra[@]}"
   echo "$key" > "$stamp"
