@@ -1,0 +1,160 @@
+"""The polling engine: one asyncio task per target, each on its own cadence with a
+per-poll timeout and exponential back-off, so a slow or dead device never delays the
+others.  Results land in the Store that the Prometheus collector reads."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from dataclasses import dataclass
+
+import aiohttp
+from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
+
+from .config import AgentConfig, Cdu, Pdu
+from .credentials import CredentialStore
+from .metrics import Store, combine
+from .modbus import ModbusCduPoller, load_register_map
+from .model import PollError, PollResult, Sample
+from .profiles import load_profile
+from .redfish import RedfishCduPoller, RedfishPduPoller
+from .snmp import SnmpPoller, new_engine
+
+log = logging.getLogger("cooling_agent")
+
+
+@dataclass
+class _Target:
+    name: str
+    kind: str
+    conf: Pdu | Cdu
+    poller: object
+    base_labels: dict[str, str]
+    interval: float
+    timeout: float
+
+
+class Agent:
+    def __init__(self, config: AgentConfig, credentials: CredentialStore | None = None, store: Store | None = None):
+        self.config = config
+        self.credentials = credentials or CredentialStore.load(config.credentials_file)
+        self.store = store or Store()
+        self.targets: list[_Target] = []
+        self._tasks: list[asyncio.Task] = []
+        self._session: aiohttp.ClientSession | None = None
+        self._engine: SnmpEngine | None = None
+        self._sem: asyncio.Semaphore | None = None
+
+    # -- setup ---------------------------------------------------------------------------
+    def _build(self) -> None:
+        cfg = self.config
+        self._engine = new_engine()
+        self._session = aiohttp.ClientSession(
+            connector=aiohttp.TCPConnector(limit=cfg.max_concurrency, limit_per_host=8, ttl_dns_cache=300))
+        self._sem = asyncio.Semaphore(cfg.max_concurrency)
+        for p in cfg.pdus:
+            timeout = p.timeout_s or cfg.timeout_s
+            if p.protocol == "snmp":
+                cred = self.credentials.get(p.community_ref or p.credentials_ref)
+                poller = SnmpPoller(p, load_profile(p.profile), cred, self._engine, timeout, cfg.rediscover_s)
+            else:
+                cred = self.credentials.get(p.credentials_ref or p.community_ref)
+                poller = RedfishPduPoller(self._session, p, cred, timeout)
+            labels = {"pdu": p.name, "rack": p.rack, "row": p.row, "su": p.su, "feed": p.feed}
+            self._add(p, "pdu", poller, labels, timeout)
+        for c in cfg.cdus:
+            timeout = c.timeout_s or cfg.timeout_s
+            if c.protocol == "redfish":
+                poller = RedfishCduPoller(self._session, c, self.credentials.get(c.credentials_ref), timeout)
+            else:
+                poller = ModbusCduPoller(c, load_register_map(c.modbus_map), timeout)
+            labels = {"cdu": c.name, "rack": c.rack, "row": c.row, "su": c.su}
+            self._add(c, "cdu", poller, labels, timeout)
+
+    def _add(self, conf, kind, poller, labels, timeout) -> None:
+        t = _Target(conf.name, kind, conf, poller, labels, conf.interval_s or self.config.interval_s, timeout)
+        self.targets.append(t)
+        self.store.register(t.name, {"target": t.name, "kind": kind, "protocol": conf.protocol,
+                                     "rack": conf.rack, "row": conf.row, "su": conf.su})
+
+    # -- one poll ------------------------------------------------------------------------
+    async def poll_target(self, t: _Target) -> bool:
+        async with self._sem:
+            start = time.monotonic()
+            reason = message = None
+            result: PollResult | None = None
+            try:
+                result = await asyncio.wait_for(t.poller.poll(), t.timeout)
+            except asyncio.TimeoutError:
+                reason, message = "timeout", f"no complete answer within {t.timeout:g}s"
+            except PollError as exc:
+                reason, message = exc.reason, str(exc)
+            except Exception as exc:  # a poller bug must not kill the target's loop
+                reason, message = "internal", f"{exc.__class__.__name__}: {exc}"
+                log.exception("target %s: unexpected poller error", t.name)
+            duration = time.monotonic() - start
+        health = self.store.targets[t.name]
+        if result is not None:
+            samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in combine(result.samples)]
+            if health.up == 0 and health.polls:
+                log.info("target %s: recovered", t.name)
+            self.store.update(t.name, up=1.0, last_success=time.time(), last_duration=duration,
+                              consecutive_failures=0, polls=health.polls + 1, samples=samples)
+            if result.bad_values:
+                self.store.count_error(t.name, "bad_value", result.bad_values)
+            return True
+        if health.up == 1 or health.polls == 0:
+            log.warning("target %s (%s %s:%s) failed: %s: %s", t.name, t.conf.protocol, t.conf.address,
+                        t.conf.port or "default", reason, message)
+        # stale readings are dropped: a dead target shows as up=0, not as frozen values
+        self.store.update(t.name, up=0.0, last_duration=duration, samples=[],
+                          consecutive_failures=health.consecutive_failures + 1, polls=health.polls + 1)
+        self.store.count_error(t.name, reason)
+        return False
+
+    def next_delay(self, t: _Target) -> float:
+        n = self.store.targets[t.name].consecutive_failures
+        if n == 0:
+            return t.interval
+        return min(t.interval * (2 ** (n - 1)), max(self.config.max_backoff_s, t.interval))
+
+    async def _loop(self, t: _Target, offset: float) -> None:
+        loop = asyncio.get_running_loop()
+        await asyncio.sleep(offset)
+        while True:
+            started = loop.time()
+            await self.poll_target(t)
+            delay = self.next_delay(t)
+            self.store.update(t.name, next_delay=delay)
+            # cadence is anchored to the poll's start, so poll time does not drift it
+            await asyncio.sleep(max(0.0, started + delay - loop.time()))
+
+    # -- lifecycle -----------------------------------------------------------------------
+    async def start(self) -> None:
+        self._build()
+        n = max(1, len(self.targets))
+        for i, t in enumerate(self.targets):
+            # spread first polls over one interval so hundreds of targets don't burst at once
+            self._tasks.append(asyncio.create_task(self._loop(t, t.interval * i / n), name=f"poll:{t.name}"))
+
+    async def poll_once(self) -> dict[str, bool]:
+        """Poll every target once, concurrently (benchmarks, `poll-once`)."""
+        if not self.targets:
+            self._build()
+        oks = await asyncio.gather(*[self.poll_target(t) for t in self.targets])
+        return {t.name: ok for t, ok in zip(self.targets, oks, strict=True)}
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        self._tasks.clear()
+        for t in self.targets:
+            close = getattr(t.poller, "close", None)
+            if close:
+                await close()
+        if self._session is not None:
+            await self._session.close()
+        if self._engine is not None:
+            self._engine.close_dispatcher()

@@ -1,0 +1,90 @@
+"""Command line: ``superpod-cooling-agent [run|check-config|poll-once|rules] --config FILE``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from importlib import resources
+from pathlib import Path
+
+from prometheus_client import generate_latest, start_http_server
+
+from .agent import Agent
+from .config import load_config
+from .metrics import make_registry
+
+log = logging.getLogger("cooling_agent")
+
+
+def rules_text() -> str:
+    return (resources.files("cooling_agent") / "rules" / "cooling.yml").read_text()
+
+
+async def _run(config_path: str) -> int:
+    cfg = load_config(config_path)
+    agent = Agent(cfg)
+    registry = make_registry(agent.store, cfg)
+    server, _thread = start_http_server(cfg.listen.port, cfg.listen.address, registry=registry)
+    log.info("serving metrics on %s:%d, %d PDUs, %d CDUs, interval %gs", cfg.listen.address,
+             server.server_port, len(cfg.pdus), len(cfg.cdus), cfg.interval_s)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    await agent.start()
+    try:
+        await stop.wait()
+    finally:
+        log.info("stopping")
+        await agent.stop()
+        server.shutdown()
+    return 0
+
+
+async def _poll_once(config_path: str) -> int:
+    cfg = load_config(config_path)
+    agent = Agent(cfg)
+    try:
+        oks = await agent.poll_once()
+    finally:
+        await agent.stop()
+    sys.stdout.write(generate_latest(make_registry(agent.store, cfg)).decode())
+    return 0 if all(oks.values()) else 1
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="superpod-cooling-agent", description=__doc__)
+    ap.add_argument("command", nargs="?", default="run", choices=["run", "check-config", "poll-once", "rules"])
+    ap.add_argument("-c", "--config", default="/etc/superpod-cooling/agent.yml")
+    ap.add_argument("-o", "--out", help="rules: write the alert rules file here instead of stdout")
+    ap.add_argument("--log-level", default="INFO")
+    args = ap.parse_args(argv)
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.command == "rules":
+        if args.out:
+            Path(args.out).write_text(rules_text())
+        else:
+            sys.stdout.write(rules_text())
+        return 0
+    if args.command == "check-config":
+        cfg = load_config(args.config)
+        from .modbus import load_register_map
+        from .profiles import load_profile
+        for p in cfg.pdus:
+            if p.protocol == "snmp":
+                load_profile(p.profile)
+        for c in cfg.cdus:
+            if c.protocol == "modbus":
+                load_register_map(c.modbus_map)
+        print(f"ok: {len(cfg.racks)} racks, {len(cfg.pdus)} PDUs, {len(cfg.cdus)} CDUs")
+        return 0
+    if args.command == "poll-once":
+        return asyncio.run(_poll_once(args.config))
+    return asyncio.run(_run(args.config))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

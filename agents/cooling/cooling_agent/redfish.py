@@ -1,0 +1,215 @@
+"""Redfish pollers: DMTF CoolingUnit (ThermalEquipment/CDUs/{id}) and PowerDistribution
+(PowerEquipment/RackPDUs/{id}).  Sub-resources of one device are fetched concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import aiohttp
+
+from .catalog import health_value
+from .config import DEFAULT_PORTS, Cdu, Pdu
+from .credentials import Credential
+from .model import PollError, PollResult
+
+_LOOPS = {"PrimaryCoolantConnectors": "primary", "SecondaryCoolantConnectors": "secondary"}
+_CONNECTOR_READINGS = {
+    "SupplyTemperatureCelsius": "cdu_supply_temperature_celsius",
+    "ReturnTemperatureCelsius": "cdu_return_temperature_celsius",
+    "FlowLitersPerMinute": "cdu_flow_liters_per_minute",
+    "DeltaPressurekPa": "cdu_delta_pressure_kpa",
+    "SupplyPressurekPa": "cdu_supply_pressure_kpa",
+    "ReturnPressurekPa": "cdu_return_pressure_kpa",
+    "HeatRemovedkW": "cdu_heat_removed_kw",
+}
+
+
+def _reading(obj: Any, key: str) -> float | None:
+    """``obj[key].Reading`` as a float; None when absent or null."""
+    v = obj.get(key) if isinstance(obj, dict) else None
+    if isinstance(v, dict):
+        v = v.get("Reading")
+    if isinstance(v, bool) or v is None:
+        return None
+    if isinstance(v, (int, float)):
+        return float(v)
+    raise PollError("bad_data", f"{key}: non-numeric reading {v!r}")
+
+
+def _odata_id(obj: Any) -> str | None:
+    return obj.get("@odata.id") if isinstance(obj, dict) else None
+
+
+class RedfishClient:
+    def __init__(self, session: aiohttp.ClientSession, target: Pdu | Cdu, cred: Credential, timeout_s: float):
+        port = target.port or (80 if target.scheme == "http" else DEFAULT_PORTS["redfish"])
+        self.base = f"{target.scheme}://{target.address}:{port}"
+        self.session = session
+        self.timeout = aiohttp.ClientTimeout(total=timeout_s)
+        self.ssl = None if target.verify_tls else False
+        self.auth = (aiohttp.BasicAuth(cred.username, cred.password.get_secret_value())
+                     if cred.username and cred.password else None)
+
+    async def get(self, path: str) -> dict:
+        try:
+            async with self.session.get(self.base + path, auth=self.auth, timeout=self.timeout, ssl=self.ssl,
+                                        headers={"Accept": "application/json"}) as resp:
+                if resp.status in (401, 403):
+                    raise PollError("auth", f"GET {path}: HTTP {resp.status}")
+                if resp.status >= 400:
+                    raise PollError("http", f"GET {path}: HTTP {resp.status}")
+                body = await resp.read()
+        except asyncio.TimeoutError as exc:
+            raise PollError("timeout", f"GET {path}: timed out") from exc
+        except aiohttp.ClientError as exc:
+            raise PollError("unreachable", f"GET {path}: {exc.__class__.__name__}") from exc
+        try:
+            doc = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise PollError("bad_data", f"GET {path}: response is not JSON") from exc
+        if not isinstance(doc, dict):
+            raise PollError("bad_data", f"GET {path}: response is not a JSON object")
+        return doc
+
+    async def members(self, link: Any) -> list[dict]:
+        """Fetch a collection (given its link object) and then all of its members."""
+        path = _odata_id(link)
+        if not path:
+            return []
+        coll = await self.get(path)
+        paths = [_odata_id(m) for m in coll.get("Members", [])]
+        return list(await asyncio.gather(*[self.get(p) for p in paths if p]))
+
+
+class RedfishCduPoller:
+    def __init__(self, session: aiohttp.ClientSession, target: Cdu, cred: Credential, timeout_s: float):
+        self.target = target
+        self.client = RedfishClient(session, target, cred, timeout_s)
+        self.path = f"/redfish/v1/ThermalEquipment/CDUs/{target.redfish_id}"
+
+    async def poll(self) -> PollResult:
+        c = self.client
+        cdu = await c.get(self.path)
+        if "PrimaryCoolantConnectors" not in cdu and "SecondaryCoolantConnectors" not in cdu:
+            raise PollError("bad_data", f"{self.path} is not a CoolingUnit")
+        r = PollResult()
+        r.add("cdu_health", health_value((cdu.get("Status") or {}).get("Health")))
+
+        async def empty() -> list:
+            return []
+
+        async def one(link: Any) -> dict | None:
+            return await c.get(_odata_id(link)) if _odata_id(link) else None
+
+        loops = list(_LOOPS)
+        results = await asyncio.gather(
+            *[c.members(cdu.get(k)) if k in cdu else empty() for k in loops],
+            c.members(cdu.get("Pumps")),
+            c.members(cdu.get("Reservoirs")),
+            one(cdu.get("LeakDetection")),
+            one(cdu.get("EnvironmentMetrics")),
+        )
+        for key, connectors in zip(loops, results[:2], strict=True):
+            for conn in connectors:
+                labels = {"loop": _LOOPS[key], "connector": str(conn.get("Id", ""))}
+                for prop, metric in _CONNECTOR_READINGS.items():
+                    r.add(metric, _reading(conn, prop), **labels)
+        pumps, reservoirs, leak, env = results[2:]
+        for pump in pumps:
+            status = pump.get("Status") or {}
+            labels = {"pump": str(pump.get("Id", ""))}
+            r.add("cdu_pump_speed_percent", _reading(pump, "PumpSpeedPercent"), **labels)
+            r.add("cdu_pump_health", health_value(status.get("Health")), **labels)
+            if "State" in status:
+                r.add("cdu_pump_enabled", 1.0 if status.get("State") == "Enabled" else 0.0, **labels)
+        for res in reservoirs:
+            if "FluidLevelStatus" in res:
+                r.add("cdu_reservoir_level_ok", 1.0 if res["FluidLevelStatus"] == "OK" else 0.0,
+                      reservoir=str(res.get("Id", "")))
+        if leak:
+            link = leak.get("LeakDetectors")
+            if link is None and _odata_id(leak):
+                # some services (the DMTF mockup among them) host the collection at its
+                # conventional path without linking it from LeakDetection
+                link = {"@odata.id": _odata_id(leak).rstrip("/") + "/LeakDetectors"}
+            try:
+                detectors = await c.members(link)
+            except PollError as exc:
+                if exc.reason != "http":
+                    raise
+                detectors = []
+            if detectors:
+                for d in detectors:
+                    r.add("cdu_leak_detector_state", self._detector(d), detector=str(d.get("Id", "")))
+            else:  # older services only list detectors inline in LeakDetectorGroups
+                for group in leak.get("LeakDetectorGroups", []):
+                    for d in group.get("Detectors", []):
+                        name = (d.get("DataSourceUri") or d.get("DeviceName") or "").rstrip("/").split("/")[-1]
+                        r.add("cdu_leak_detector_state", self._detector(d), detector=name)
+        if env:
+            r.add("cdu_ambient_temperature_celsius", _reading(env, "TemperatureCelsius"))
+            r.add("cdu_ambient_humidity_percent", _reading(env, "HumidityPercent"))
+        return r
+
+    @staticmethod
+    def _detector(d: dict) -> float:
+        state = d.get("DetectorState")
+        v = health_value(state)
+        if v is None:
+            # an unknown or missing state is treated as a fault, not as "no leak"
+            raise PollError("bad_data", f"leak detector {d.get('Id')}: DetectorState {state!r}")
+        return v
+
+
+class RedfishPduPoller:
+    def __init__(self, session: aiohttp.ClientSession, target: Pdu, cred: Credential, timeout_s: float):
+        self.target = target
+        self.client = RedfishClient(session, target, cred, timeout_s)
+        self.path = f"/redfish/v1/PowerEquipment/RackPDUs/{target.redfish_id}"
+
+    async def poll(self) -> PollResult:
+        c = self.client
+        pdu = await c.get(self.path)
+        if "Metrics" not in pdu and "Mains" not in pdu:
+            raise PollError("bad_data", f"{self.path} is not a PowerDistribution resource")
+        r = PollResult()
+
+        async def one(link: Any) -> dict | None:
+            return await c.get(_odata_id(link)) if _odata_id(link) else None
+
+        metrics, mains, branches, outlets = await asyncio.gather(
+            one(pdu.get("Metrics")), c.members(pdu.get("Mains")), c.members(pdu.get("Branches")),
+            c.members(pdu.get("Outlets")))
+        if metrics:
+            pw = metrics.get("PowerWatts") or {}
+            r.add("pdu_power_watts", _reading(metrics, "PowerWatts"))
+            if isinstance(pw.get("ApparentVA"), (int, float)):
+                r.add("pdu_apparent_power_va", pw["ApparentVA"])
+            r.add("pdu_energy_kwh", _reading(metrics, "EnergykWh"))
+            r.add("pdu_inlet_temperature_celsius", _reading(metrics, "TemperatureCelsius"), sensor="pdu")
+            r.add("pdu_inlet_humidity_percent", _reading(metrics, "HumidityPercent"), sensor="pdu")
+        for m in mains:
+            r.add("pdu_frequency_hz", _reading(m, "FrequencyHz"))
+            for line, v in (m.get("PolyPhaseCurrentAmps") or {}).items():
+                if line.startswith("Line"):
+                    r.add("pdu_phase_current_amps", _reading({"x": v}, "x"), phase="L" + line[4:])
+            for pair, v in (m.get("PolyPhaseVoltage") or {}).items():
+                if pair.endswith("ToNeutral"):
+                    r.add("pdu_phase_voltage_volts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
+            for pair, v in (m.get("PolyPhasePowerWatts") or {}).items():
+                if pair.endswith("ToNeutral"):
+                    r.add("pdu_phase_power_watts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
+        for b in branches:
+            labels = {"branch": str(b.get("Id", ""))}
+            r.add("pdu_branch_current_amps", _reading(b, "CurrentAmps"), **labels)
+            r.add("pdu_branch_power_watts", _reading(b, "PowerWatts"), **labels)
+        for o in outlets:
+            labels = {"outlet": str(o.get("Id", ""))}
+            r.add("pdu_outlet_current_amps", _reading(o, "CurrentAmps"), **labels)
+            r.add("pdu_outlet_power_watts", _reading(o, "PowerWatts"), **labels)
+            r.add("pdu_outlet_energy_kwh", _reading(o, "EnergykWh"), **labels)
+        if not r.samples:
+            raise PollError("no_data", f"{self.path}: no readings")
+        return r
