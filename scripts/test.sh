@@ -20,8 +20,10 @@ run_bg() { # name, command...
 
 echo "== lint"
 ruff check .
-if [[ -d roles ]] && compgen -G "roles/*/tasks" >/dev/null; then
-  ansible-lint --profile production --offline -q roles playbooks site.yml
+lint_targets=()
+for target in roles playbooks site.yml; do [[ -e $target ]] && lint_targets+=("$target"); done
+if compgen -G "roles/*/tasks" >/dev/null; then
+  ansible-lint --profile production --offline -q "${lint_targets[@]}"
 fi
 
 echo "== pytest"
