@@ -72,7 +72,7 @@ def creds() -> CredentialStore:
 
 def layout(**extra) -> dict:
     base = {
-        "interval_s": 15, "timeout_s": 2, "ashrae_class": "W32",
+        "interval_s": 15, "timeout_s": 5, "ashrae_class": "W32",
         "racks": [{"name": "rack-a01", "row": "a", "su": "su01", "budget_kw": 45.0, "planned_kw": 41.2,
                    "cooling": "liquid"}],
     }

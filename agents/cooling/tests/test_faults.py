@@ -62,7 +62,7 @@ def test_faulty_targets_do_not_delay_healthy_ones(peers, snmpsim, redfish_cdu, m
     expected = RUN_S / INTERVAL
     for good in ("good-pdu", "good-cdu"):
         assert health("superpod_target_up", good) == 1.0
-        assert health("superpod_target_polls_total", good) >= expected * 0.75, good
+        assert health("superpod_target_polls_total", good) >= expected * 0.5, good
         assert health("superpod_target_poll_duration_seconds", good) < TIMEOUT
         assert time.time() - health("superpod_target_last_success_timestamp_seconds", good) < 3 * INTERVAL
     assert one(m, "superpod_pdu_power_watts", pdu="good-pdu") == 6420.0
