@@ -27,7 +27,12 @@ if compgen -G "roles/*/tasks" >/dev/null; then
 fi
 
 echo "== pytest"
-pytest -q -n 2 -p no:cacheprovider
+pytest -q -n 2 -p no:cacheprovider tests
+# Each agent package is its own pytest run: its tests/ package would clash with ours.
+for agent_tests in agents/*/tests; do
+  echo "== pytest $agent_tests"
+  pytest -q -n 2 -p no:cacheprovider "$agent_tests"
+done
 
 status=0
 for i in "${!pids[@]}"; do
