@@ -12,6 +12,7 @@ cd "$(dirname "$0")/.."
 root=$PWD
 export PATH="$root/.venv/bin:$PATH"
 export NO_COLOR=1 PY_COLORS=0 ANSIBLE_NOCOLOR=1
+export MOLECULE_NO_LOG=${MOLECULE_NO_LOG:-false}  # show docker create/destroy errors in the logs
 jobs_max=${MOLECULE_JOBS:-2}
 logdir=$root/build/molecule-logs
 mkdir -p "$logdir"
