@@ -36,6 +36,14 @@ ROLE_GROUPS = {
     "ufm": "ufm",
 }
 DATA_ONLY_ROLES = ("pdu", "cdu")  # monitored, not managed over SSH
+# The user's hand-kept file: created once with this seed, never rewritten (public: the Pulumi
+# program creates it the same way and never deletes an edited one).
+OVERRIDES = Path("group_vars/all/overrides.yml")
+OVERRIDES_SEED = (
+    "# Hand-kept overrides for this pod. `superpod plan` never rewrites this file.\n"
+    "# Variables here win over the generated 00_generated.yml beside it (files load in name order).\n"
+    "---\n{}\n"
+)
 
 
 class _Vars(BaseModel):
@@ -282,11 +290,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         root / "hosts.yml": _hosts_yaml(children, f"inventory of pod {spec.name}"),
         root / "group_vars" / "all" / "00_generated.yml": _yaml(all_vars, f"pod-wide variables of {spec.name}"),
     }
-    overrides = root / "group_vars" / "all" / "overrides.yml"
+    overrides = root / OVERRIDES
     if not overrides.exists():
-        files[overrides] = (
-            "# Hand-kept overrides for this pod. `superpod plan` never rewrites this file.\n"
-            "# Variables here win over the generated 00_generated.yml beside it (files load in name order).\n"
-            "---\n{}\n"
-        )
+        files[overrides] = OVERRIDES_SEED
     return files
