@@ -37,3 +37,18 @@ if [[ "$(cat "$stamp" 2>/dev/null)" != "$key" ]]; then
   .venv/bin/pip install -q -e '.[test,pulumi,ansible]' "${extra[@]}"
   echo "$key" > "$stamp"
 fi
+
+# promtool (checks and unit-tests the cooling agent's alert rules).  Only the binary is
+# taken out of Debian's prometheus package: installing the package would also start a
+# Prometheus server.  It goes into .venv/bin, which scripts/test.sh puts on PATH.
+if ! command -v promtool >/dev/null && [[ ! -x .venv/bin/promtool ]] && command -v apt-get >/dev/null; then
+  deb_dir=$(mktemp -d)
+  if ! (cd "$deb_dir" && apt-get download -qq prometheus 2>/dev/null); then
+    sudo_cmd=""; [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    (cd "$deb_dir" && apt-get download -qq prometheus)
+  fi
+  dpkg-deb -x "$deb_dir"/prometheus_*.deb "$deb_dir/root"
+  install -m 0755 "$deb_dir/root/usr/bin/promtool" .venv/bin/promtool
+  rm -rf "$deb_dir"
+fi
