@@ -1,0 +1,89 @@
+"""The Pulumi program: settings in, layout built once, resources registered, outputs exported.
+`__main__.py` only calls `deploy(read_settings(...))`."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pulumi
+
+from topology import catalog
+from topology.build import build
+from topology.errors import SpecError
+from topology.model import Layout
+from topology.pulumi.ansible_run import AnsibleRun
+from topology.pulumi.artifacts import SEED, Artifact, render_files
+from topology.pulumi.components import Pod
+from topology.pulumi.files import sha256_text
+from topology.pulumi.settings import Settings
+from topology.pulumi.vault import VaultFile
+from topology.render.inventory import OVERRIDES, OVERRIDES_SEED
+
+VAULT = Path("group_vars/all/vault.yml")  # beside 00_generated.yml, which refers to its variables
+
+
+class Artifacts(pulumi.ComponentResource):
+    """The generated files (one Artifact each), the overrides seed and the vault file."""
+
+    def __init__(self, name: str, s: Settings, files: dict[Path, str], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("superpod:index:Artifacts", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.files = {
+            str(path): Artifact(str(path), root=str(s.root), path=str(path), content=content, pod=s.pod,
+                                out_dir=str(s.out_dir), inventory_dir=str(s.inventory_dir), opts=child)
+            for path, content in files.items()
+        }
+        seed = s.inventory_dir / OVERRIDES
+        self.files[str(seed)] = Artifact(str(seed), root=str(s.root), path=str(seed), content=OVERRIDES_SEED,
+                                         mode=SEED, opts=child)
+        self.vault = None
+        if s.bmc_password is not None:
+            vault = s.inventory_dir / VAULT
+            self.vault = VaultFile(str(vault), root=str(s.root), path=str(vault), pod=s.spec.name,
+                                   username=s.bmc_username, password=s.bmc_password,
+                                   vault_password=s.vault_password, opts=child)
+        self.register_outputs({"files": sorted(self.files)})
+
+
+def layout_of(s: Settings) -> Layout:
+    try:
+        return build(s.spec)
+    except SpecError as e:
+        raise pulumi.RunError(f"superpod:pod.{e.field}: {e.rule}") from None
+
+
+def deploy(s: Settings) -> Pod:
+    layout = layout_of(s)
+    # what `superpod plan` renders (render_artifacts), less the overrides seed: plan adds it only
+    # while the file is absent, the program always manages it (as a seed, see artifacts.py)
+    files = {Path(p): c for p, c in render_files(s.pod, str(s.out_dir), str(s.inventory_dir), layout).items()}
+    gpus_per_node = catalog.load().nodes[s.spec.node_model].gpu_count
+    pod = Pod(s.stack, layout, gpus_per_node)
+    artifacts = pod.artifacts = Artifacts("artifacts", s, files, pulumi.ResourceOptions(parent=pod))
+    if s.run_ansible:
+        inventory = {str(p): sha256_text(c) for p, c in files.items() if s.inventory_dir in p.parents}
+        AnsibleRun(
+            "site",
+            root=s.root,
+            playbook=s.playbook,
+            inventory=s.inventory_dir,
+            inventory_digest=sha256_text(repr(sorted(inventory.items()))),
+            vault_password=s.vault_password,
+            opts=pulumi.ResourceOptions(parent=pod, depends_on=[*artifacts.files.values(),
+                                                                *([artifacts.vault] if artifacts.vault else [])]),
+        )
+    export(layout, s)
+    return pod
+
+
+def export(layout: Layout, s: Settings) -> None:
+    pulumi.export("gpus", layout.facts["gpus"])
+    pulumi.export("nodes", layout.facts["nodes"])
+    pulumi.export("fabricTiers", layout.facts["tiers"])
+    pulumi.export("switches", {t.role: t.switches for t in layout.tiers})
+    pulumi.export("cables", dict(Counter(lk.tier for lk in layout.links)))
+    pulumi.export("racks", len(layout.racks))
+    pulumi.export("inventoryPath", str(s.inventory_dir))
+    pulumi.export("artifactsPath", str(s.out_dir))
+    pulumi.export("vaultFile", str(s.inventory_dir / VAULT) if s.bmc_password is not None else None)
