@@ -82,10 +82,18 @@ def run_program(stack: str, root: Path, config: dict[str, Any] | None = None, se
 
     @pulumi.runtime.test
     def program():
-        out["pod"] = deploy(read_settings(pulumi.Config("superpod"), stack, root))
+        out["pod"] = pod = deploy(read_settings(pulumi.Config("superpod"), stack, root))
         stack_outputs = pulumi.runtime.get_root_resource().outputs
-        vault = out["pod"]._childResources  # noqa: F841 (kept for debugging)
-        return pulumi.Output.all(**stack_outputs).apply(lambda o: out.update(outputs=o))
+        # which outputs of the vault resource the SDK treats as secret
+        vault = pod.artifacts.vault
+        names = ("username", "password", "vault_password", "fingerprint")
+        checked = {k: getattr(vault, k) for k in names} if vault else {}
+
+        async def secrecy():
+            out["secret"] = {k: await o.is_secret() for k, o in checked.items()}
+
+        return pulumi.Output.all(pulumi.Output.all(**stack_outputs), pulumi.Output.from_input(secrecy())).apply(
+            lambda o: out.update(outputs=o[0]))
 
     program()
-    return Run(monitor.registered, out["outputs"], out["pod"], {})
+    return Run(monitor.registered, out["outputs"], out["pod"], out.get("secret", {}))

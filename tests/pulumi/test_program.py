@@ -1,0 +1,217 @@
+"""The Pulumi program under Pulumi's mocks (no engine): resource tree, stack outputs, secret
+handling, resource budget, and artifacts byte-identical to `superpod plan`'s."""
+
+from __future__ import annotations
+
+import shutil
+from collections import Counter
+from pathlib import Path
+
+import pulumi
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT, STACKS, spec_with, stack_layout
+from tests.pulumi.harness import Run, run_program, stack_pod
+from topology.cli import app
+from topology.pulumi.ansible_run import tree_digest
+from topology.pulumi.artifacts import ArtifactProvider
+from topology.pulumi.records import RecordProvider
+from topology.pulumi.vault import VaultFileProvider
+from topology.render.summary import summary
+
+
+def is_secret(value) -> bool:
+    """How a secret travels to the engine: wrapped in a map with the secret signature."""
+    rpc = pulumi.runtime.rpc
+    return isinstance(value, dict) and value.get(rpc._special_sig_key) == rpc._special_secret_sig
+
+
+CREDS = {"bmcUsername": "bmc-admin", "bmcPassword": "Pl41n-Pa55w0rd!", "vaultPassword": "vault-pass"}
+_runs: dict[str, Run] = {}
+
+
+def program_run(stack: str) -> Run:
+    if stack not in _runs:
+        _runs[stack] = run_program(stack, ROOT)
+    return _runs[stack]
+
+
+def plain(inputs: dict) -> dict:
+    return {k: v for k, v in inputs.items() if k != "__provider"}
+
+
+# the 8192-GPU stack's cases take seconds each (build + render of 33k cables, 25 MB of files)
+STACK_CASES = [pytest.param(s, marks=pytest.mark.slow) if s == "roce-8k" else s for s in STACKS]
+
+
+@pytest.mark.parametrize("stack", STACK_CASES)
+def test_resource_tree_mirrors_the_layout(stack):
+    run, layout = program_run(stack), stack_layout(stack)
+    urn = {r.name: r for r in run.registered}
+    pod = run.by_type("superpod:index:Pod")
+    assert [p.name for p in pod] == [stack] and pod[0].parent.endswith("pulumi:pulumi:Stack::superpod-" + stack)
+    sus = sorted({d.su for d in layout.devices if d.su is not None})
+    assert sorted(r.name for r in run.by_type(":ScalableUnit")) == [f"su{n:02d}" for n in sus]
+    for r in run.by_type(":ScalableUnit") + run.by_type(":Tier") + run.by_type(":Racks") + run.by_type(":Artifacts"):
+        assert r.parent.endswith(f"superpod:index:Pod::{stack}")
+    assert {r.name for r in run.by_type(":Tier")} <= {"spine", "core", "storage", "inband", "oob"}
+    for rec in run.by_type(":LayoutRecord"):
+        owner = rec.name.removesuffix("-layout").removeprefix("tier-")
+        parent_type = "Racks::racks" if owner.startswith("row-") else ("ScalableUnit::" if owner.startswith("su")
+                                                                        else "Tier::") + owner
+        assert rec.parent.endswith(parent_type), (rec.name, rec.parent)
+    # every device, cable and rack is in exactly one record
+    records = [r.inputs for r in run.by_type(":LayoutRecord")]
+    devices = Counter(k for r in records for k in r.get("devices", {}))
+    cables = Counter(k for r in records for k in r.get("cables", {}))
+    racks = Counter(k for r in records for k in r.get("racks", {}))
+    assert devices == Counter(d.name for d in layout.devices)
+    assert cables == Counter(f"{lk.a_device}:{lk.a_port}" for lk in layout.links)
+    assert racks == Counter(r.name for r in layout.racks) and len(run.by_type(":Racks")) == 1
+    rows = {r.row for r in layout.racks}
+    assert len(run.by_type(":LayoutRecord")) == len(sus) + len(run.by_type(":Tier")) + len(rows)
+    assert urn  # names are unique per registration (dict would hide duplicates otherwise)
+    assert len(urn) == len(run.registered)
+
+
+@pytest.mark.parametrize("stack", STACK_CASES)
+def test_stack_outputs(stack):
+    run, layout = program_run(stack), stack_layout(stack)
+    s = summary(layout)
+    assert run.outputs["gpus"] == s["gpus"] and run.outputs["nodes"] == s["nodes"]
+    assert run.outputs["switches"] == s["switches"] and run.outputs["cables"] == s["cables"]
+    assert run.outputs["fabricTiers"] == s["fabric_tiers"] and run.outputs["racks"] == s["racks"]
+    assert run.outputs["inventoryPath"] == f"inventories/{stack}" and run.outputs["artifactsPath"] == f"build/{stack}"
+    assert run.outputs["vaultFile"] is None  # no BMC credentials configured
+    assert not run.by_type(":VaultFile") and not run.by_type(":AnsibleRun")  # Ansible runs only when asked
+
+
+def write_as_pulumi_up(run: Run, root: Path) -> None:
+    """What the engine does on `pulumi up`: create each file resource through its provider."""
+    for r in run.by_type(":Artifact"):
+        ArtifactProvider().create(plain(r.inputs) | {"root": str(root)})
+    for r in run.by_type(":VaultFile"):
+        props = {k: v["value"] if isinstance(v, dict) and "value" in v else v for k, v in plain(r.inputs).items()}
+        VaultFileProvider().create(props | {"root": str(root)})
+
+
+def tree(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("stack", STACK_CASES)
+def test_artifacts_are_byte_identical_to_superpod_plan(stack, tmp_path):
+    planned = tmp_path / "plan"
+    planned.mkdir()
+    shutil.copy(ROOT / f"Pulumi.{stack}.yaml", planned)
+    result = CliRunner().invoke(app, ["plan", "--stack", stack, "-C", str(planned)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (planned / f"Pulumi.{stack}.yaml").unlink()
+    write_as_pulumi_up(program_run(stack), tmp_path / "up")
+    by_plan, by_up = tree(planned), tree(tmp_path / "up")
+    assert sorted(by_up) == sorted(by_plan)
+    assert all(by_up[name] == by_plan[name] for name in by_plan)
+
+
+@pytest.mark.slow
+def test_8192_gpu_stack_stays_within_300_resources():
+    run = program_run("roce-8k")
+    assert run.outputs["gpus"] == 8192
+    assert len(run.registered) <= 300, Counter(r.type for r in run.registered)
+
+
+def test_bmc_credentials_are_secrets_and_never_plain_text(tmp_path):
+    run = run_program("lab", tmp_path, CREDS, secret_keys=CREDS)
+    [vault] = run.by_type(":VaultFile")
+    assert run.outputs["vaultFile"] == "inventories/lab/group_vars/all/vault.yml"
+    assert vault.parent.endswith("superpod:index:Artifacts::artifacts")
+    # secret inputs go to the engine marked secret (encrypted in state), and every output the
+    # provider derives from them is declared secret as well
+    for key in ("username", "password", "vault_password"):
+        assert is_secret(vault.inputs[key]) and run.secret[key] is True
+    assert set(vault.secret_outputs) == {"username", "password", "vault_password", "fingerprint"}
+    # nowhere else: not in stack outputs, not in any other resource's inputs
+    for r in run.registered:
+        if r is not vault:
+            assert CREDS["bmcPassword"] not in repr(r.inputs) and CREDS["vaultPassword"] not in repr(r.inputs)
+    assert CREDS["bmcPassword"] not in repr(run.outputs)
+    # the files as `pulumi up` writes them: the password only as vault ciphertext
+    write_as_pulumi_up(run, tmp_path)
+    files = tree(tmp_path)
+    assert "inventories/lab/group_vars/all/vault.yml" in files and len(files) == 10
+    for name, body in files.items():
+        assert CREDS["bmcPassword"].encode() not in body and CREDS["bmcUsername"].encode() not in body, name
+    generated = files["inventories/lab/group_vars/all/00_generated.yml"].decode()
+    assert "superpod_bmc_password: '{{ vault_bmc_password" in generated  # what the vault file defines
+
+
+def test_vault_password_file_is_read_as_a_secret(tmp_path):
+    (tmp_path / "vault-pass.txt").write_text("from-a-file\n")
+    creds = {k: v for k, v in CREDS.items() if k != "vaultPassword"} | {"vaultPasswordFile": "vault-pass.txt"}
+    run = run_program("lab", tmp_path, creds, secret_keys=["bmcUsername", "bmcPassword"])
+    [vault] = run.by_type(":VaultFile")
+    assert is_secret(vault.inputs["vault_password"]) and vault.inputs["vault_password"]["value"] == "from-a-file"
+
+
+@pytest.mark.parametrize(
+    ("config", "secret_keys", "message"),
+    [
+        (CREDS, ["bmcUsername", "vaultPassword"], "superpod:bmcPassword: must be a secret"),
+        ({"bmcUsername": "a", "bmcPassword": "b"}, ["bmcUsername", "bmcPassword"], "superpod:vaultPassword: required"),
+        ({"bmcPassword": "b", "vaultPassword": "v"}, ["bmcPassword", "vaultPassword"],
+         "superpod:bmcUsername: BMC username and password go together"),
+        (CREDS | {"vaultPasswordFile": "x"}, list(CREDS), "superpod:vaultPasswordFile: set either"),
+        ({"vaultPasswordFile": "missing.txt"}, [], "superpod:vaultPasswordFile: no such file"),
+    ],
+)
+def test_bad_secret_settings_name_the_key_and_rule(tmp_path, config, secret_keys, message):
+    with pytest.raises(pulumi.RunError, match=message):
+        run_program("lab", tmp_path, config, secret_keys=secret_keys)
+
+
+def test_bad_spec_names_the_field(tmp_path):
+    pod = stack_pod("lab") | {"nodes_per_su": 0}
+    with pytest.raises(pulumi.RunError, match=r"superpod:pod\.nodes_per_su: "):
+        run_program("lab", tmp_path, pod=pod)
+
+
+def records(run: Run) -> dict[str, dict]:
+    return {r.name: plain(r.inputs) for r in run.by_type(":LayoutRecord")}
+
+
+def test_growing_the_pod_changes_only_what_grows(tmp_path):
+    """What `pulumi preview` shows for a second SU: a new SU record, additions to the tiers that
+    connect it, and no existing device, cable or rack entry altered."""
+    before = records(program_run("lab"))
+    grown = spec_with("lab", scalable_units=2).model_dump(mode="json", exclude_none=True)
+    after = records(run_program("lab", tmp_path, pod=grown))
+    assert set(after) - set(before) == {"su02-layout"}
+    p = RecordProvider()
+    changed = {name for name in before if p.diff(name, p.create(before[name]).outs, after[name]).changes}
+    assert "su01-layout" not in changed and changed  # the spine tier gains the new leaves' uplinks
+    for name in changed:
+        for part in ("devices", "cables", "racks"):
+            old, new = before[name].get(part, {}), after[name].get(part, {})
+            assert {k: new.get(k) for k in old} == old, (name, part)  # only additions
+
+
+def role_tree(root: Path) -> None:
+    (root / "roles/demo/tasks").mkdir(parents=True)
+    (root / "roles/demo/tasks/main.yml").write_text("---\n")
+    (root / "site.yml").write_text("---\n")
+
+
+def test_ansible_run_is_opt_in_and_follows_inventory_and_roles(tmp_path):
+    role_tree(tmp_path)
+    run = run_program("lab", tmp_path, {"runAnsible": True})
+    [site] = run.by_type(":AnsibleRun")
+    assert site.inputs["roles_digest"] == tree_digest(tmp_path, ["site.yml", "roles", "playbooks"])
+    assert site.inputs["playbook"] == "site.yml" and site.inputs["inventory"] == "inventories/lab"
+    (tmp_path / "roles/demo/tasks/main.yml").write_text("---\n- name: Changed\n  ansible.builtin.meta: noop\n")
+    [again] = run_program("lab", tmp_path, {"runAnsible": True}).by_type(":AnsibleRun")
+    assert again.inputs["roles_digest"] != site.inputs["roles_digest"]
+    assert again.inputs["inventory_digest"] == site.inputs["inventory_digest"]
+    grown = spec_with("lab", scalable_units=2).model_dump(mode="json", exclude_none=True)
+    [bigger] = run_program("lab", tmp_path, {"runAnsible": True}, pod=grown).by_type(":AnsibleRun")
+    assert bigger.inputs["inventory_digest"] != site.inputs["inventory_digest"]
