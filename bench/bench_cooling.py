@@ -8,7 +8,9 @@ serving the DMTF CoolingUnit mockup.  All traffic goes to 127.0.0.1.
     .venv/bin/python bench/bench_cooling.py [--pdus 500] [--cdus 50] [--cycles 3]
 
 Prints the first cycle (includes per-PDU SNMP discovery walks) and steady-state cycles
-(planned GETs); the target is one full steady cycle under 5 s.
+(planned GETs) with wall time, the CPU spent by the agent and by the simulators, targets
+ok and per-target p50/p95.  The target is one full steady cycle under 5 s; --strict
+makes missing it exit 1.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import argparse
 import asyncio
 import logging
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import time
@@ -33,12 +36,32 @@ from cooling_agent.credentials import CredentialStore  # noqa: E402
 SNMP_DATA = REPO / "agents" / "cooling" / "tests" / "data" / "snmp"
 MOCKUPS = REPO.parent / "shared" / "testdata" / "redfish"
 PROFILES = ("raritan", "apc", "servertech")
+TARGET_S = 5.0
 
 
-def _redfish_server(root: str, q: mp.Queue) -> None:
+def _cpu_seconds(pids: list[int]) -> float:
+    """User+system CPU of the simulator processes (Linux /proc), to tell their cost apart."""
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def _redfish_server(root: str, n_ports: int, q: mp.Queue) -> None:
+    """One process serving the CoolingUnit mockup on one port per CDU: each CDU is its own
+    device (own HTTP connection pool in the agent), as on a real management network."""
     async def main():
-        _, port = await sim.start_app(sim.mockup_app(root))
-        q.put(port)
+        runner, port = await sim.start_app(sim.mockup_app(root))
+        ports = [port]
+        for _ in range(n_ports - 1):
+            site = sim.web.TCPSite(runner, sim.LOOPBACK, 0)
+            await site.start()
+            ports.append(site._server.sockets[0].getsockname()[1])
+        q.put(ports)
         await asyncio.Event().wait()
 
     asyncio.run(main())
@@ -47,17 +70,18 @@ def _redfish_server(root: str, q: mp.Queue) -> None:
 async def run(args) -> int:
     responders = [sim.SnmpSim(SNMP_DATA).start() for _ in range(args.responders)]
     q: mp.Queue = mp.get_context("spawn").Queue()
-    rf = mp.get_context("spawn").Process(target=_redfish_server, args=(str(MOCKUPS / "public-cooling-unit"), q),
-                                         daemon=True)
+    rf = mp.get_context("spawn").Process(
+        target=_redfish_server, args=(str(MOCKUPS / "public-cooling-unit"), max(1, args.cdus), q), daemon=True)
     rf.start()
-    rf_port = q.get(timeout=30)
+    rf_ports = q.get(timeout=60)
+    snmp_pids, rf_pids = [r.proc.pid for r in responders], [rf.pid]
     try:
         pdus = [{"name": f"pdu-{i:03d}", "rack": f"rack-{i // 2:03d}", "row": "a", "su": f"su{i // 64:02d}",
                  "feed": "AB"[i % 2], "address": sim.LOOPBACK, "port": responders[i % len(responders)].port,
                  "protocol": "snmp", "profile": PROFILES[i % 3], "community_ref": PROFILES[i % 3]}
                 for i in range(args.pdus)]
         cdus = [{"name": f"cdu-{i:02d}", "rack": f"rack-{i * 5:03d}", "row": "a", "address": sim.LOOPBACK,
-                 "port": rf_port, "protocol": "redfish", "scheme": "http"} for i in range(args.cdus)]
+                 "port": rf_ports[i], "protocol": "redfish", "scheme": "http"} for i in range(args.cdus)]
         cfg = AgentConfig.model_validate({"timeout_s": args.timeout, "max_concurrency": args.concurrency,
                                          "pdus": pdus, "cdus": cdus})
         creds = CredentialStore(environ={f"SUPERPOD_COOLING_{p.upper()}_COMMUNITY": p for p in PROFILES})
@@ -67,26 +91,31 @@ async def run(args) -> int:
         cycles = []
         try:
             for n in range(args.cycles + 1):
+                s0, r0 = _cpu_seconds(snmp_pids), _cpu_seconds(rf_pids)
                 c0 = time.process_time()
                 t0 = time.perf_counter()
                 oks = await agent.poll_once()
                 wall = time.perf_counter() - t0
                 cpu = time.process_time() - c0
+                snmp_cpu, rf_cpu = _cpu_seconds(snmp_pids) - s0, _cpu_seconds(rf_pids) - r0
                 durs = sorted(agent.store.targets[t.name].last_duration for t in agent.targets)
-                failed = sum(1 for ok in oks.values() if not ok)
+                ok = sum(1 for v in oks.values() if v)
                 label = "first (discovery)" if n == 0 else f"steady {n}"
-                p50, p99 = durs[len(durs) // 2] * 1000, durs[int(len(durs) * 0.99)] * 1000
-                print(f"cycle {label:18s} wall {wall:6.2f} s  agent cpu {cpu:5.2f} s  failed {failed:3d}  "
-                      f"per-target p50 {p50:6.0f} ms  p99 {p99:6.0f} ms")
+                p50, p95 = durs[len(durs) // 2] * 1000, durs[int(len(durs) * 0.95)] * 1000
+                print(f"cycle {label:18s} wall {wall:6.2f} s  cpu: agent {cpu:5.2f} s, snmpsim {snmp_cpu:5.2f} s, "
+                      f"redfish {rf_cpu:5.2f} s  "
+                      f"targets ok {ok}/{len(oks)}  per-target p50 {p50:5.0f} ms  p95 {p95:5.0f} ms")
                 if n:
-                    cycles.append(wall)
+                    cycles.append((wall, ok == len(oks)))
                 samples = sum(len(agent.store.targets[t.name].samples) for t in agent.targets)
         finally:
             await agent.stop()
+        walls = [w for w, _ in cycles]
+        met = max(walls) < TARGET_S and all(full for _, full in cycles)
         print(f"samples exported per cycle: {samples}")
-        print(f"steady cycle: mean {statistics.mean(cycles):.2f} s, max {max(cycles):.2f} s "
-              f"(target < 5 s: {'met' if max(cycles) < 5 else 'NOT met'})")
-        return 0 if max(cycles) < 5 else 1
+        print(f"steady cycle: mean {statistics.mean(walls):.2f} s, max {max(walls):.2f} s "
+              f"(target: every target ok in < {TARGET_S:g} s: {'met' if met else 'NOT met'})")
+        return 0 if met or not args.strict else 1
     finally:
         rf.terminate()
         for r in responders:
@@ -99,8 +128,10 @@ def main() -> int:
     ap.add_argument("--cdus", type=int, default=50)
     ap.add_argument("--cycles", type=int, default=3)
     ap.add_argument("--responders", type=int, default=2)
-    ap.add_argument("--timeout", type=float, default=10.0)
+    ap.add_argument("--timeout", type=float, default=30.0,
+                    help="per-target timeout; generous so a loaded machine shows as time, not as failures")
     ap.add_argument("--concurrency", type=int, default=64, help="agent max_concurrency (polls in flight)")
+    ap.add_argument("--strict", action="store_true", help=f"exit 1 when a steady cycle takes {TARGET_S:g} s or more")
     args = ap.parse_args()
     logging.basicConfig(level=logging.ERROR)
     logging.getLogger("cooling_agent").setLevel(logging.ERROR)

@@ -20,6 +20,7 @@ from .model import PollError, PollResult, Sample
 from .profiles import load_profile
 from .redfish import RedfishCduPoller, RedfishPduPoller
 from .snmp import SnmpPoller, new_engine
+from .snmp_transport import SnmpClient
 
 log = logging.getLogger("cooling_agent")
 
@@ -43,13 +44,16 @@ class Agent:
         self.targets: list[_Target] = []
         self._tasks: list[asyncio.Task] = []
         self._session: aiohttp.ClientSession | None = None
-        self._engine: SnmpEngine | None = None
+        self._engine: SnmpEngine | None = None  # SNMPv3 only
+        self._snmp: SnmpClient | None = None  # SNMPv1/v2c: one UDP socket for all PDUs
         self._sem: asyncio.Semaphore | None = None
 
     # -- setup ---------------------------------------------------------------------------
     def _build(self) -> None:
         cfg = self.config
-        self._engine = new_engine()
+        self._snmp = SnmpClient()
+        if any(p.protocol == "snmp" and p.snmp_version == "3" for p in cfg.pdus):
+            self._engine = new_engine()
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=cfg.max_concurrency, limit_per_host=8, ttl_dns_cache=300))
         self._sem = asyncio.Semaphore(cfg.max_concurrency)
@@ -57,7 +61,8 @@ class Agent:
             timeout = p.timeout_s or cfg.timeout_s
             if p.protocol == "snmp":
                 cred = self.credentials.get(p.community_ref or p.credentials_ref)
-                poller = SnmpPoller(p, load_profile(p.profile), cred, self._engine, timeout, cfg.rediscover_s)
+                poller = SnmpPoller(p, load_profile(p.profile), cred, timeout, client=self._snmp,
+                                    engine=self._engine, rediscover_s=cfg.rediscover_s)
             else:
                 cred = self.credentials.get(p.credentials_ref or p.community_ref)
                 poller = RedfishPduPoller(self._session, p, cred, timeout)
@@ -156,5 +161,7 @@ class Agent:
                 await close()
         if self._session is not None:
             await self._session.close()
+        if self._snmp is not None:
+            self._snmp.close()
         if self._engine is not None:
             self._engine.close_dispatcher()

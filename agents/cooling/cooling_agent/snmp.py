@@ -1,19 +1,25 @@
-"""SNMP poller for rack PDUs (pysnmp 7 asyncio API) driven by a vendor profile.
+"""SNMP poller for rack PDUs driven by a vendor profile.
 
 First poll (and every ``rediscover_s``): walk each profile column with GETBULK (columns
 in parallel), match instance indexes, read the static auxiliary columns (decimal
 digits, sensor types) once, and keep a plan of exact instance OIDs.  Every later poll is
-a handful of GETs for exactly those OIDs, so steady-state traffic per PDU is small.
+one GET per ``max_get_varbinds`` planned OIDs (the request bytes are built once per plan),
+so steady-state traffic and CPU per PDU are small.
+
+SNMPv1/v2c go through the agent's shared UDP socket and the light codec in snmp_wire;
+SNMPv3 (USM authentication and privacy) goes through pysnmp's engine.  Both hand the
+poller plain values (see snmp_wire).
 """
 
 from __future__ import annotations
 
+import asyncio
+import socket
 import time
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
 
 from pysnmp.hlapi.v3arch.asyncio import (
-    CommunityData,
     ContextData,
     ObjectIdentity,
     ObjectType,
@@ -22,22 +28,26 @@ from pysnmp.hlapi.v3arch.asyncio import (
     UsmUserData,
     bulk_cmd,
     get_cmd,
-    next_cmd,
 )
 from pysnmp.hlapi.v3arch.asyncio import auth as v3auth
 from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
 from pysnmp.smi import builder, view
 
+from . import snmp_wire
 from .config import DEFAULT_PORTS, Pdu
 from .credentials import Credential
 from .model import PollError, PollResult
 from .profiles import Profile, Series
+from .snmp_transport import SnmpClient
+from .snmp_wire import GET, GETBULK, GETNEXT
 
 _AUTH = {"md5": v3auth.USM_AUTH_HMAC96_MD5, "sha": v3auth.USM_AUTH_HMAC96_SHA,
          "sha256": v3auth.USM_AUTH_HMAC192_SHA256, "sha512": v3auth.USM_AUTH_HMAC384_SHA512}
 _PRIV = {"des": v3auth.USM_PRIV_CBC56_DES, "aes": v3auth.USM_PRIV_CFB128_AES,
          "aes256": v3auth.USM_PRIV_CFB256_AES}
-_MISSING = (NoSuchInstance, NoSuchObject, EndOfMibView)
+_PYSNMP_MISSING = {NoSuchObject: snmp_wire.NO_SUCH_OBJECT, NoSuchInstance: snmp_wire.NO_SUCH_INSTANCE,
+                   EndOfMibView: snmp_wire.END_OF_MIB_VIEW}
+_NO_SUCH_NAME = 2  # SNMPv1 error-status for a missing object / end of MIB
 
 
 class _NoMibCompiler:
@@ -59,49 +69,68 @@ def _oid_str(oid: tuple[int, ...]) -> str:
 
 
 def _raw_number(value) -> int | Decimal | None:
-    """An SNMP value as a number; None when it is not numeric (garbage)."""
-    if isinstance(value, _MISSING):
-        return None
+    """A plain SNMP value as a number; None when it is not numeric (garbage) or missing."""
+    if isinstance(value, int):
+        return value
+    if isinstance(value, bytes):  # some firmware reports readings as DisplayString "12.5"
+        try:
+            return Decimal(value.decode("ascii").strip())
+        except (UnicodeDecodeError, InvalidOperation):
+            return None
+    return None
+
+
+def _plain(value):
+    """A pysnmp (v3 path) value as the same plain value snmp_wire decodes."""
+    for cls, sentinel in _PYSNMP_MISSING.items():
+        if isinstance(value, cls):
+            return sentinel
+    if hasattr(value, "asOctets"):
+        return bytes(value.asOctets())
+    if hasattr(value, "asTuple"):
+        return tuple(value.asTuple())
     try:
         return int(value)
     except (TypeError, ValueError):
-        pass
-    try:  # some firmware reports readings as DisplayString "12.5"
-        return Decimal(value.asOctets().decode("ascii").strip())
-    except (AttributeError, UnicodeDecodeError, InvalidOperation):
         return None
 
 
-@dataclass
-class _Planned:
-    oid: tuple[int, ...]
-    series: Series
-    labels: dict[str, str]
-    divisor: Decimal
-    invalid: frozenset[int]
+class _CommunitySession:
+    """SNMPv1/v2c over the shared UDP socket."""
 
-
-class SnmpPoller:
-    def __init__(self, target: Pdu, profile: Profile, cred: Credential, engine: SnmpEngine,
-                 timeout_s: float, rediscover_s: float = 3600.0):
+    def __init__(self, client: SnmpClient, target: Pdu, community: str, timeout_s: float):
+        self.client = client
         self.target = target
-        self.profile = profile
-        self.engine = engine
+        self.version = target.snmp_version
+        self.community = community.encode()
         self.timeout_s = timeout_s
-        self.rediscover_s = rediscover_s
-        self._auth = self._auth_data(target, cred)
-        self._context = ContextData(contextName=target.context or "")
-        self._transport: UdpTransportTarget | None = None
-        self._plan: list[_Planned] | None = None
-        self._planned_at = 0.0
+        self._addr: tuple[str, int] | None = None
 
-    @staticmethod
-    def _auth_data(t: Pdu, cred: Credential):
-        if t.snmp_version in ("1", "2c"):
-            community = cred.community.get_secret_value() if cred.community else "public"
-            return CommunityData(community, mpModel=0 if t.snmp_version == "1" else 1)
+    async def _address(self) -> tuple[str, int]:
+        if self._addr is None:
+            port = self.target.port or DEFAULT_PORTS["snmp"]
+            try:
+                infos = await asyncio.get_running_loop().getaddrinfo(
+                    self.target.address, port, family=socket.AF_INET, type=socket.SOCK_DGRAM)
+            except OSError as exc:
+                raise PollError("unreachable", f"cannot resolve {self.target.address}: {exc}") from exc
+            self._addr = infos[0][4][:2]
+        return self._addr
+
+    async def request(self, pdu_type: int, varbinds: bytes, max_repetitions: int = 0) -> snmp_wire.Response:
+        addr = await self._address()
+        rid = self.client.next_id()
+        msg = snmp_wire.encode_request(self.version, self.community, pdu_type, rid, varbinds,
+                                       max_repetitions=max_repetitions)
+        return await self.client.request(addr, rid, msg, self.timeout_s)
+
+
+class _V3Session:
+    """SNMPv3 through pysnmp's engine (USM keys, engine-id discovery, privacy)."""
+
+    def __init__(self, engine: SnmpEngine, target: Pdu, cred: Credential, timeout_s: float):
         if not cred.username:
-            raise PollError("config", f"{t.name}: SNMPv3 needs a username in credentials")
+            raise PollError("config", f"{target.name}: SNMPv3 needs a username in credentials")
         kw = {}
         if cred.auth_key:
             kw["authKey"] = cred.auth_key.get_secret_value()
@@ -109,63 +138,109 @@ class SnmpPoller:
         if cred.priv_key:
             kw["privKey"] = cred.priv_key.get_secret_value()
             kw["privProtocol"] = _PRIV[(cred.priv_protocol or "aes").lower()]
-        return UsmUserData(cred.username, **kw)
+        self.engine = engine
+        self.target = target
+        self.timeout_s = timeout_s
+        self._auth = UsmUserData(cred.username, **kw)
+        self._context = ContextData(contextName=target.context or "")
+        self._transport: UdpTransportTarget | None = None
 
-    async def _transport_target(self) -> UdpTransportTarget:
+    async def request(self, pdu_type: int, oids: list[tuple[int, ...]], max_repetitions: int = 0):
         if self._transport is None:
             port = self.target.port or DEFAULT_PORTS["snmp"]
             self._transport = await UdpTransportTarget.create(
                 (self.target.address, port), timeout=self.timeout_s, retries=0)
-        return self._transport
+        vbs = [ObjectType(ObjectIdentity(_oid_str(o))) for o in oids]
+        if pdu_type == GETBULK:
+            ei, es, ex, out = await bulk_cmd(self.engine, self._auth, self._transport, self._context,
+                                             0, max_repetitions, *vbs, lookupMib=False)
+        else:
+            ei, es, ex, out = await get_cmd(self.engine, self._auth, self._transport, self._context,
+                                            *vbs, lookupMib=False)
+        if ei:
+            text = str(ei)
+            raise PollError("timeout" if "timeout" in text.lower() else "protocol", text)
+        return snmp_wire.Response(3, b"", 0, int(es), int(ex), [(tuple(n), _plain(v)) for n, v in out])
 
-    def _check(self, err_ind, err_status, err_index, what: str) -> None:
-        if err_ind:
-            text = str(err_ind)
-            raise PollError("timeout" if "timeout" in text.lower() else "protocol", f"{what}: {text}")
-        if err_status:
-            raise PollError("protocol", f"{what}: {err_status.prettyPrint()} at {err_index}")
+
+@dataclass
+class _Planned:
+    oid: tuple[int, ...]
+    series: Series
+    labels: dict[str, str]
+    factor: Decimal  # scale / 10^decimal digits
+    invalid: frozenset[int]
+
+
+class SnmpPoller:
+    def __init__(self, target: Pdu, profile: Profile, cred: Credential, timeout_s: float, *,
+                 client: SnmpClient | None = None, engine: SnmpEngine | None = None,
+                 rediscover_s: float = 3600.0):
+        self.target = target
+        self.profile = profile
+        self.timeout_s = timeout_s
+        self.rediscover_s = rediscover_s
+        if target.snmp_version == "3":
+            if engine is None:
+                raise ValueError("SNMPv3 targets need a pysnmp engine")
+            self._session: _V3Session | _CommunitySession = _V3Session(engine, target, cred, timeout_s)
+        else:
+            if client is None:
+                raise ValueError("SNMPv1/v2c targets need the shared SnmpClient")
+            community = cred.community.get_secret_value() if cred.community else "public"
+            self._session = _CommunitySession(client, target, community, timeout_s)
+        self._plan: list[_Planned] | None = None
+        self._requests: list[tuple[list[tuple[int, ...]], bytes]] = []  # planned GETs, encoded once
+        self._planned_at = 0.0
+
+    async def _request(self, pdu_type: int, oids: list[tuple[int, ...]], encoded: bytes | None = None,
+                       max_repetitions: int = 0) -> snmp_wire.Response:
+        if isinstance(self._session, _V3Session):
+            return await self._session.request(pdu_type, oids, max_repetitions)
+        return await self._session.request(pdu_type, encoded or snmp_wire.encode_varbinds(oids), max_repetitions)
+
+    @staticmethod
+    def _check(rsp: snmp_wire.Response, what: str) -> None:
+        if rsp.error_status:
+            raise PollError("protocol", f"{what}: error-status {rsp.error_status} at {rsp.error_index}")
+
+    def _chunks(self, oids: list[tuple[int, ...]]) -> list[list[tuple[int, ...]]]:
+        step = self.profile.max_get_varbinds
+        return [oids[i:i + step] for i in range(0, len(oids), step)]
 
     async def _get(self, oids: list[tuple[int, ...]]) -> dict[tuple[int, ...], object]:
         out: dict[tuple[int, ...], object] = {}
-        transport = await self._transport_target()
-        step = self.profile.max_get_varbinds
-        for i in range(0, len(oids), step):
-            chunk = oids[i:i + step]
-            ei, es, ex, vbs = await get_cmd(
-                self.engine, self._auth, transport, self._context,
-                *[ObjectType(ObjectIdentity(_oid_str(o))) for o in chunk], lookupMib=False)
-            self._check(ei, es, ex, "get")
-            for name, value in vbs:
-                out[tuple(name)] = value
+        for chunk in self._chunks(oids):
+            rsp = await self._request(GET, chunk)
+            self._check(rsp, "get")
+            out.update(rsp.varbinds)
         return out
 
     async def _walk(self, columns: list[tuple[int, ...]]) -> dict[tuple[int, ...], dict[tuple[int, ...], object]]:
         """Walk several table columns at once; {column: {suffix: value}}."""
-        transport = await self._transport_target()
         result: dict[tuple[int, ...], dict[tuple[int, ...], object]] = {c: {} for c in columns}
         cursor = {c: c for c in columns}
         while cursor:
             cols = list(cursor)
+            oids = [cursor[c] for c in cols]
             if self.target.snmp_version == "1":
-                ei, es, ex, vbs = await next_cmd(
-                    self.engine, self._auth, transport, self._context,
-                    *[ObjectType(ObjectIdentity(_oid_str(cursor[c]))) for c in cols], lookupMib=False)
-                if es and int(es) == 2:  # noSuchName: end of MIB in v1
-                    break
+                rsp = await self._request(GETNEXT, oids)
+                if rsp.error_status == _NO_SUCH_NAME:  # v1 end of MIB: drop that column, go on
+                    if not 1 <= rsp.error_index <= len(cols):
+                        break
+                    cursor.pop(cols[rsp.error_index - 1])
+                    continue
             else:
-                ei, es, ex, vbs = await bulk_cmd(
-                    self.engine, self._auth, transport, self._context, 0, self.profile.max_repetitions,
-                    *[ObjectType(ObjectIdentity(_oid_str(cursor[c]))) for c in cols], lookupMib=False)
-            self._check(ei, es, ex, "walk")
-            if not vbs:
+                rsp = await self._request(GETBULK, oids, max_repetitions=self.profile.max_repetitions)
+            self._check(rsp, "walk")
+            if not rsp.varbinds:
                 break
             done: set[tuple[int, ...]] = set()
-            for i, (name, value) in enumerate(vbs):
+            for i, (oid, value) in enumerate(rsp.varbinds):
                 col = cols[i % len(cols)]
                 if col in done or col not in cursor:
                     continue
-                oid = tuple(name)
-                if isinstance(value, EndOfMibView) or oid[:len(col)] != col or oid <= cursor[col]:
+                if value is snmp_wire.END_OF_MIB_VIEW or oid[:len(col)] != col or oid <= cursor[col]:
                     done.add(col)
                     continue
                 result[col][oid[len(col):]] = value
@@ -206,23 +281,34 @@ class SnmpPoller:
             labels = dict(s.labels)
             for name, raw in caps.items():
                 labels[name] = s.label_values.get(name, {}).get(raw, raw)
-            plan.append(_Planned(oid, s, labels, divisor, frozenset(self.profile.invalid_for(s))))
+            plan.append(_Planned(oid, s, labels, s.scale / divisor, frozenset(self.profile.invalid_for(s))))
         return plan
+
+    def _set_plan(self, plan: list[_Planned]) -> None:
+        self._plan = plan
+        # the steady-state GETs never change until the next discovery: encode them once
+        self._requests = [(chunk, snmp_wire.encode_varbinds(chunk))
+                          for chunk in self._chunks([p.oid for p in plan])]
 
     async def poll(self) -> PollResult:
         now = time.monotonic()
         if self._plan is None or now - self._planned_at > self.rediscover_s:
-            self._plan = await self.discover()
-            self._planned_at = now
-            if not self._plan:
+            plan = await self.discover()
+            if not plan:
                 self._plan = None
                 raise PollError("no_data", "no profile OID answered: wrong profile or community?")
-        values = await self._get([p.oid for p in self._plan])
+            self._set_plan(plan)
+            self._planned_at = now
+        values: dict[tuple[int, ...], object] = {}
+        for oids, encoded in self._requests:
+            rsp = await self._request(GET, oids, encoded)
+            self._check(rsp, "get")
+            values.update(rsp.varbinds)
         result = PollResult()
         missing = 0
         for p in self._plan:
-            raw = values.get(p.oid)
-            if raw is None or isinstance(raw, _MISSING):
+            raw = values.get(p.oid, snmp_wire.NO_SUCH_INSTANCE)
+            if isinstance(raw, snmp_wire.SnmpException):
                 missing += 1
                 continue
             num = _raw_number(raw)
@@ -231,8 +317,7 @@ class SnmpPoller:
                 continue
             if isinstance(num, int) and num in p.invalid:
                 continue
-            value = float(Decimal(num) * p.series.scale / p.divisor)
-            result.add(p.series.metric, value, **p.labels)
+            result.add(p.series.metric, float(num * p.factor), **p.labels)
         if missing:
             self._plan = None  # the device changed (outlet removed, firmware): rediscover next time
         if not result.samples:
@@ -241,4 +326,4 @@ class SnmpPoller:
         return result
 
     async def close(self) -> None:
-        self._transport = None
+        self._plan = None
