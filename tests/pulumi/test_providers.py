@@ -185,3 +185,27 @@ def test_ansible_run_provider_runs_the_playbook_through_ansible_runner(tmp_path)
     (tmp_path / "roles/demo/tasks/main.yml").write_text("---\n- name: Fail\n  ansible.builtin.fail:\n")
     with pytest.raises(RuntimeError, match="site.yml failed .*failed hosts: localhost"):
         p.update("x", outs, props)
+
+
+def test_serialized_provider_works_in_a_fresh_process(tmp_path):
+    """The engine pickles the provider (dill) into the resource and unpickles it in its own
+    provider process: that process, started elsewhere, must find our code and write the file."""
+    import base64
+    import json
+    import subprocess
+    import sys
+
+    from pulumi.dynamic.dynamic import serialize_provider
+
+    pickled = serialize_provider(ArtifactProvider())
+    props = artifact(tmp_path / "project", f"{OUT}/racks.csv")
+    script = (
+        "import base64, dill, json, sys\n"
+        "provider = dill.loads(base64.b64decode(sys.argv[1]))\n"
+        "print(provider.create(json.loads(sys.argv[2])).id)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, pickled, json.dumps(props)], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert len(base64.b64decode(pickled)) < 1000  # by reference to topology.pulumi, not a copy of it
+    assert (tmp_path / "project" / OUT / "racks.csv").read_text() == render_files(POD, OUT, INV)[f"{OUT}/racks.csv"]
