@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
-from pulumi.runtime import get_config, is_config_secret
+from pulumi.runtime import get_config, get_config_secret_keys_env, is_config_secret
 
 from topology.errors import SpecError, SpecErrors
 from topology.spec import PodSpec, parse
@@ -38,7 +38,8 @@ def _fail(field: str, rule: str) -> None:
 def _secret(config: pulumi.Config, key: str) -> pulumi.Output | None:
     if get_config(f"{NS}:{key}") is None:  # config.get() on a secret would warn
         return None
-    if not is_config_secret(f"{NS}:{key}"):
+    full = f"{NS}:{key}"
+    if not (is_config_secret(full) or full in get_config_secret_keys_env()):
         _fail(key, f"must be a secret: pulumi config set --secret {NS}:{key} ... (it is stored in plain text now)")
     return config.require_secret(key)
 
