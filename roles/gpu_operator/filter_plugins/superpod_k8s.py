@@ -1,0 +1,227 @@
+"""Filters of the gpu_operator role: the layout's physical position of each GPU node turned
+into Kubernetes node labels, the patches that add (or take back) them, scheduler topology
+objects and the RDMA shared device plugin config. Pure functions on plain data, unit-tested in
+tests/roles/test_gpu_operator_filters.py; the role only wires them to hostvars and modules."""
+
+from __future__ import annotations
+
+import math
+import re
+
+# Kubernetes label values: at most 63 characters, alphanumerics with -_. inside.
+_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+_RAIL_SUFFIX = re.compile(r"-rail\d+$")
+
+
+def _label_value(text: str, what: str) -> str:
+    value = str(text)
+    if len(value) > 63 or not _LABEL_VALUE.match(value):
+        raise ValueError(f"{what}: {value!r} is not a valid Kubernetes label value")
+    return value
+
+
+def superpod_node_topology(hostvars, hosts, node_names=None, block_sus=0):
+    """One record per GPU node: where it sits (SU, row, rack), which rail leaves it hangs
+    off (the leaf group) and, in three-tier pods, which fabric block. The block comes from a
+    host var superpod_fabric_block when the inventory has one, else from block_sus (SUs per
+    block); 0 and no host var means a two-tier fabric (no block)."""
+    node_names = node_names or {}
+    out = []
+    for host in sorted(hosts):
+        hv = hostvars[host]
+        su = int(hv["superpod_su"])
+        leaves = sorted({_RAIL_SUFFIX.sub("", r["leaf"]) for r in hv.get("rails") or []})
+        if "superpod_fabric_block" in hv and hv["superpod_fabric_block"] not in (None, ""):
+            block = int(hv["superpod_fabric_block"])
+        elif int(block_sus or 0) > 0:
+            block = math.ceil(su / int(block_sus))
+        else:
+            block = None
+        out.append(
+            {
+                "host": host,
+                "node": node_names.get(host, host),
+                "su": f"su{su:02d}",
+                "row": str(hv["superpod_row"]),
+                "rack": str(hv["superpod_rack"]),
+                "leaf_group": ".".join(leaves) if leaves else f"su{su:02d}",
+                "block": f"block{block:02d}" if block is not None else None,
+                "hcas": [r["hca"] for r in hv.get("rails") or []],
+                "fabric_kind": str(hv.get("superpod_fabric_kind", "")),
+            }
+        )
+    return out
+
+
+def superpod_node_labels(topology, label_keys, marker, pod=""):
+    """{node: {labels, annotations}} from the topology records. label_keys maps a level
+    (pod, su, row, rack, leaf_group, block) to a label key; an empty key leaves it out.
+    The marker label says "superpod manages this node's topology labels"."""
+    out = {}
+    for rec in topology:
+        values = dict(rec, pod=pod)
+        labels = {marker: "true"}
+        for level, key in sorted(label_keys.items()):
+            if not key:
+                continue
+            if level not in values:
+                raise ValueError(f"gpu_operator_topology_label_keys: unknown level {level!r}")
+            if values[level] in (None, ""):
+                continue
+            labels[key] = _label_value(values[level], f"{rec['node']} {level}")
+        annotations = {}
+        if rec["hcas"]:
+            annotations["superpod.dev/rail-hcas"] = ",".join(rec["hcas"])
+        out[rec["node"]] = {"labels": labels, "annotations": annotations}
+    return out
+
+
+def superpod_node_patches(planned, live, marker, keys_annotation):
+    """Merge patches for Node objects. planned: {node: {labels, annotations}} (this plan);
+    live: [{name, annotations}] nodes that carry the marker now (from the cluster, or a list
+    given in render-only mode). Each patched node records the keys superpod set in
+    keys_annotation, so keys dropped from the plan (a renamed label key) are removed next
+    time, and a node that left the plan loses every key superpod set, the marker included.
+    Returns {"apply": [...], "remove": [...]}, each item {name, labels, annotations}
+    with None meaning "delete this key" (JSON merge patch)."""
+    live_by_name = {n["name"]: n for n in live}
+
+    def previous(name):
+        ann = (live_by_name.get(name) or {}).get("annotations") or {}
+        text = ann.get(keys_annotation, "")
+        labels, annotations = set(), set()
+        for item in filter(None, text.split(",")):
+            kind, _, key = item.partition(":")
+            (labels if kind == "l" else annotations).add(key)
+        return labels, annotations
+
+    apply = []
+    for name in sorted(planned):
+        want = planned[name]
+        old_l, old_a = previous(name)
+        labels = {k: None for k in sorted(old_l - set(want["labels"]))}
+        labels.update(want["labels"])
+        annotations = {k: None for k in sorted(old_a - set(want["annotations"]) - {keys_annotation})}
+        annotations.update(want["annotations"])
+        annotations[keys_annotation] = ",".join(
+            [f"l:{k}" for k in sorted(want["labels"])] + [f"a:{k}" for k in sorted(want["annotations"])]
+        )
+        apply.append({"name": name, "labels": labels, "annotations": annotations})
+
+    current_l = set().union(*(set(p["labels"]) for p in planned.values())) if planned else {marker}
+    current_a = set().union(*(set(p["annotations"]) for p in planned.values())) if planned else set()
+    remove = []
+    for name in sorted(set(live_by_name) - set(planned)):
+        old_l, old_a = previous(name)
+        remove.append(
+            {
+                "name": name,
+                "labels": {k: None for k in sorted(old_l | current_l | {marker})},
+                "annotations": {k: None for k in sorted(old_a | current_a | {keys_annotation})},
+            }
+        )
+    return {"apply": apply, "remove": remove}
+
+
+def superpod_node_manifest(patches):
+    """A v1 List of partial Node objects (what `kubectl patch --type merge` takes per node)."""
+    items = [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": p["name"], "labels": p["labels"], "annotations": p["annotations"]},
+        }
+        for p in patches
+    ]
+    return {"apiVersion": "v1", "kind": "List", "items": items}
+
+
+def superpod_check_nesting(topology, levels):
+    """Kueue requires a strict hierarchy: every value of a lower level sits under exactly one
+    value of the level above. Returns the violations as readable strings (empty: fine)."""
+    problems = []
+    for upper, lower in zip(levels, levels[1:], strict=False):
+        parent = {}
+        for rec in topology:
+            if rec.get(upper) is None or rec.get(lower) is None:
+                continue
+            seen = parent.setdefault(rec[lower], rec[upper])
+            if seen != rec[upper]:
+                problems.append(f"{lower} {rec[lower]} spans {upper} {seen} and {rec[upper]}")
+    return sorted(set(problems))
+
+
+def superpod_volcano_hypernodes(topology, prefix="superpod", pod=""):
+    """Volcano HyperNodes following the network: tier 1 = the nodes of one rail-leaf group
+    (one hop on every rail), tier 2 = a fabric block (three-tier pods), top tier = the whole
+    pod (its spine or core layer)."""
+
+    def hypernode(name, tier, members, kind):
+        return {
+            "apiVersion": "topology.volcano.sh/v1alpha1",
+            "kind": "HyperNode",
+            "metadata": {"name": name, "labels": {"superpod.dev/pod": pod} if pod else {}},
+            "spec": {
+                "tier": tier,
+                "members": [{"type": kind, "selector": {"exactMatch": {"name": m}}} for m in sorted(members)],
+            },
+        }
+
+    groups, blocks = {}, {}
+    for rec in topology:
+        groups.setdefault(rec["leaf_group"], set()).add(rec["node"])
+        if rec["block"] is not None:
+            blocks.setdefault(rec["block"], set()).add(f"{prefix}-{rec['leaf_group']}")
+    out = [hypernode(f"{prefix}-{g}", 1, nodes, "Node") for g, nodes in sorted(groups.items())]
+    if blocks:
+        out += [hypernode(f"{prefix}-{b}", 2, members, "HyperNode") for b, members in sorted(blocks.items())]
+        top = {f"{prefix}-{b}" for b in blocks}
+    else:
+        top = {f"{prefix}-{g}" for g in groups}
+    out.append(hypernode(f"{prefix}-pod", 3 if blocks else 2, top, "HyperNode"))
+    return out
+
+
+def superpod_rdma_config(topology_hostvars, hosts, mode="per_rail", prefix="rdma_rail", hca_max=63):
+    """k8s-rdma-shared-dev-plugin configList from the rail NICs of the plan: one resource per
+    rail (the netdevs serving GPU i on every node model in the plan), or one resource for all
+    rails (mode "shared")."""
+    per_rail = {}
+    for host in hosts:
+        for r in topology_hostvars[host].get("rails") or []:
+            per_rail.setdefault(int(r["rail"]), set()).add(r["netdev"])
+    if mode == "shared":
+        names = sorted(set().union(*per_rail.values())) if per_rail else []
+        return {"configList": [{"resourceName": prefix, "rdmaHcaMax": int(hca_max), "selectors": {"ifNames": names}}]}
+    return {
+        "configList": [
+            {"resourceName": f"{prefix}{rail}", "rdmaHcaMax": int(hca_max), "selectors": {"ifNames": sorted(nd)}}
+            for rail, nd in sorted(per_rail.items())
+        ]
+    }
+
+
+def superpod_key_paths(data, prefix=""):
+    """Dotted paths of every key in a nested mapping (lists are leaves): what a Helm values
+    file sets, to compare with the chart's documented keys."""
+    out = []
+    for key, value in (data or {}).items():
+        path = f"{prefix}{key}"
+        out.append(path)
+        if isinstance(value, dict) and value:
+            out.extend(superpod_key_paths(value, path + "."))
+    return out
+
+
+class FilterModule:
+    def filters(self):
+        return {
+            "superpod_node_topology": superpod_node_topology,
+            "superpod_node_labels": superpod_node_labels,
+            "superpod_node_patches": superpod_node_patches,
+            "superpod_node_manifest": superpod_node_manifest,
+            "superpod_check_nesting": superpod_check_nesting,
+            "superpod_volcano_hypernodes": superpod_volcano_hypernodes,
+            "superpod_rdma_config": superpod_rdma_config,
+            "superpod_key_paths": superpod_key_paths,
+        }

@@ -1,0 +1,140 @@
+"""Static checks of the Kubernetes roles (gpu_operator, dcgm_exporter): the GPU Operator values
+the role renders use only documented keys of the pinned chart (files/gpu-operator-values-keys-
+<version>.yml, keys from NVIDIA's values.yaml), argument specs cover the defaults, OS family files
+agree, and the dcgm-exporter metric list renders in the exporter's CSV format."""
+
+import importlib.util
+import itertools
+import json
+from pathlib import Path
+
+import jinja2
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+GPU_OP = ROOT / "roles/gpu_operator"
+FAMILIES = ["Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9"]
+
+_spec = importlib.util.spec_from_file_location("superpod_k8s", GPU_OP / "filter_plugins/superpod_k8s.py")
+filters = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(filters)
+
+
+def load(path: Path):
+    return yaml.safe_load(path.read_text()) or {}
+
+
+def render(template: str, variables: dict) -> str:
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True)
+    env.filters["to_json"] = json.dumps
+    env.filters["bool"] = bool
+    return env.from_string((GPU_OP / "templates" / template).read_text()).render(**variables)
+
+
+def defaults(role: str) -> dict:
+    return load(ROOT / "roles" / role / "defaults/main.yml")
+
+
+def documented_keys(version: str) -> set[str]:
+    data = load(GPU_OP / f"files/gpu-operator-values-keys-{version}.yml")
+    assert data["version"] == version and data["chart"] == "gpu-operator"
+    return set(data["keys"])
+
+
+def test_pinned_chart_version_has_a_keys_file_with_the_keys_the_issue_names():
+    keys = documented_keys(defaults("gpu_operator")["gpu_operator_chart_version"])
+    for key in [
+        "driver.enabled",
+        "toolkit.enabled",
+        "dcgmExporter.enabled",
+        "migManager.enabled",
+        "operator.defaultRuntime",
+        "validator.repository",
+        "mig.strategy",
+        "nfd.enabled",
+    ]:
+        assert key in keys
+    # a path is only listed when its parent is (the file is a tree, not a bag of names)
+    assert all(k.rsplit(".", 1)[0] in keys for k in keys if "." in k)
+
+
+@pytest.mark.parametrize(
+    "secrets,driver,toolkit,exporter,mig,nfd",
+    list(itertools.product([[], ["mirror"]], [False, True], [False, True], [True], [True, False], [True])),
+)
+def test_rendered_values_use_only_documented_keys(secrets, driver, toolkit, exporter, mig, nfd):
+    d = defaults("gpu_operator")
+    variables = dict(
+        d,
+        gpu_operator_image_pull_secrets=secrets,
+        gpu_operator_driver_enabled=driver,
+        gpu_operator_toolkit_enabled=toolkit,
+        gpu_operator_dcgm_exporter_enabled=exporter,
+        gpu_operator_mig_manager_enabled=mig,
+        gpu_operator_nfd_enabled=nfd,
+    )
+    values = yaml.safe_load(render("gpu-operator-values.yaml.j2", variables))
+    paths = filters.superpod_key_paths(values)
+    undocumented = set(paths) - documented_keys(d["gpu_operator_chart_version"])
+    assert not undocumented, undocumented
+    assert values["driver"]["enabled"] is driver and values["toolkit"]["enabled"] is toolkit
+    assert values["dcgmExporter"]["enabled"] is exporter and values["migManager"]["enabled"] is mig
+    assert ("imagePullSecrets" in values["operator"]) == bool(secrets)
+
+
+def test_registry_override_reaches_every_repository():
+    d = defaults("gpu_operator")
+    values = yaml.safe_load(render("gpu-operator-values.yaml.j2", dict(d, gpu_operator_registry="mirror.local:5000")))
+    repos = [v["repository"] for v in values.values() if isinstance(v, dict) and "repository" in v]
+    repos += [values["driver"]["manager"]["repository"], values["operator"]["initContainer"]["repository"]]
+    assert len(repos) >= 10 and all(r.startswith("mirror.local:5000/nvidia") for r in repos)
+
+
+def test_defaults_host_managed_driver_and_toolkit():
+    d = defaults("gpu_operator")
+    assert d["gpu_operator_driver_enabled"] is False and d["gpu_operator_toolkit_enabled"] is False
+    assert d["gpu_operator_dcgm_exporter_enabled"] and d["gpu_operator_mig_manager_enabled"]
+    assert d["gpu_operator_topology_label_keys"]["su"] == "topology.kubernetes.io/zone"
+
+
+def test_nic_cluster_policy_carries_the_plugin_config_as_json():
+    d = defaults("gpu_operator")
+    cfg = {"configList": [{"resourceName": "rdma_rail0", "rdmaHcaMax": 63, "selectors": {"ifNames": ["enp24s0np0"]}}]}
+    doc = yaml.safe_load(render("nic-cluster-policy.yaml.j2", dict(d, gpu_operator_rdma_config=cfg)))
+    assert doc["kind"] == "NicClusterPolicy" and json.loads(doc["spec"]["rdmaSharedDevicePlugin"]["config"]) == cfg
+
+
+@pytest.mark.parametrize("role", ["gpu_operator", "dcgm_exporter"])
+def test_defaults_are_declared_and_prefixed(role):
+    d = defaults(role)
+    options = load(ROOT / "roles" / role / "meta/argument_specs.yml")["argument_specs"]["main"]["options"]
+    assert all(k.startswith(role + "_") for k in d)
+    assert not set(d) - set(options), set(d) - set(options)
+    for key, value in d.items():
+        if "default" in options[key]:
+            assert options[key]["default"] == value, key
+
+
+@pytest.mark.parametrize("role", ["gpu_operator", "dcgm_exporter"])
+def test_families_declare_the_same_keys(role):
+    data = {fam: load(ROOT / "roles" / role / f"vars/{fam}.yml") for fam in FAMILIES}
+    assert all(set(v) == set(data["Debian"]) for v in data.values()), {k: set(v) for k, v in data.items()}
+    assert all(k.startswith(f"{role}_family_") for k in data["Debian"])
+
+
+def test_dcgm_repositories_differ_per_family():
+    data = {fam: load(ROOT / f"roles/dcgm_exporter/vars/{fam}.yml") for fam in FAMILIES}
+    urls = {v["dcgm_exporter_family_repo_url"] for v in data.values()}
+    assert len(urls) == 4 and data["RedHat-9"]["dcgm_exporter_family_repo_type"] == "yum"
+
+
+def test_dcgm_counters_csv_format():
+    d = defaults("dcgm_exporter")
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined, trim_blocks=True)
+    text = env.from_string((ROOT / "roles/dcgm_exporter/templates/counters.csv.j2").read_text()).render(
+        ansible_managed="managed", **d
+    )
+    rows = [line.split(", ", 2) for line in text.splitlines() if line and not line.startswith("#")]
+    assert rows == [[m["field"], m["type"], m["help"]] for m in d["dcgm_exporter_metrics"]]
+    assert {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS"} <= {r[0] for r in rows}
