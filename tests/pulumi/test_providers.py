@@ -209,3 +209,27 @@ def test_serialized_provider_works_in_a_fresh_process(tmp_path):
     assert done.returncode == 0, done.stderr
     assert len(base64.b64decode(pickled)) < 1000  # by reference to topology.pulumi, not a copy of it
     assert (tmp_path / "project" / OUT / "racks.csv").read_text() == render_files(POD, OUT, INV)[f"{OUT}/racks.csv"]
+
+
+def test_concurrent_creates_render_the_spec_once(tmp_path, monkeypatch):
+    """The engine drives the provider from several threads: the spec is rendered once for all."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    import topology.pulumi.artifacts as artifacts_mod
+    import topology.render.artifacts as render
+
+    names = [f"{OUT}/{n}" for n in ("devices.csv", "cabling.csv", "ipplan.csv", "asns.csv", "racks.csv")]
+    props = [artifact(tmp_path, n) for n in names]
+    calls = []
+    original = render.render_artifacts
+
+    def counting(*args, **kwargs):
+        calls.append(1)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(render, "render_artifacts", counting)
+    artifacts_mod._rendered.clear()  # a fresh provider process
+    with ThreadPoolExecutor(5) as pool:
+        list(pool.map(ArtifactProvider().create, props))
+    assert len(calls) == 1
+    assert all((tmp_path / n).is_file() for n in names)

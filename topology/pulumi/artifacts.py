@@ -13,6 +13,7 @@ delete only if it was created here and is still untouched.
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,8 @@ PROVIDER_VERSION = "1"  # in every resource's inputs: bump it when the provider'
 GENERATED, SEED = "generated", "seed"
 
 _rendered: dict[str, dict[str, str]] = {}  # one entry: the last spec rendered in this process
+# the engine calls the provider from several threads at once: one renders, the others wait for it
+_render_lock = threading.Lock()
 
 
 def render_files(pod: dict, out_dir: str, inventory_dir: str, layout=None) -> dict[str, str]:
@@ -37,12 +40,13 @@ def render_files(pod: dict, out_dir: str, inventory_dir: str, layout=None) -> di
     from topology.spec import parse
 
     key = json.dumps([pod, out_dir, inventory_dir], sort_keys=True)
-    if key not in _rendered:
-        files = render_artifacts(layout or build(parse(pod)), Path(out_dir), Path(inventory_dir))
-        seed = Path(inventory_dir) / OVERRIDES
-        _rendered.clear()
-        _rendered[key] = {str(p): c for p, c in files.items() if p != seed}
-    return _rendered[key]
+    with _render_lock:
+        if key not in _rendered:
+            files = render_artifacts(layout or build(parse(pod)), Path(out_dir), Path(inventory_dir))
+            seed = Path(inventory_dir) / OVERRIDES
+            _rendered.clear()
+            _rendered[key] = {str(p): c for p, c in files.items() if p != seed}
+        return _rendered[key]
 
 
 class ArtifactProvider(ResourceProvider):
