@@ -1,0 +1,423 @@
+#!/usr/bin/python
+# Read-only check of a GPU node against its plan. Gathering (nvidia-smi, /proc, /sys) is kept
+# apart from comparing: the compare_* functions are pure and unit-tested on recorded output
+# (tests/roles/test_node_check.py), so the logic is proven without a GPU.
+from __future__ import annotations
+
+import glob
+import os
+import re
+
+from ansible.module_utils.basic import AnsibleModule
+
+DOCUMENTATION = r"""
+module: superpod_node_check
+short_description: Compare a GPU node's live state with its plan (read-only)
+description:
+  - Reads nvidia-smi, /proc/cmdline, the bootloader command line stamp, /proc/meminfo and the
+    HugePages sysfs pools, cpufreq governors, cpuidle states and rail NIC link state.
+  - Returns one row per check (expected, actual, status). Never changes the node.
+options:
+  expected:
+    description: The plan (see roles/node_check/tasks/main.yml); a value of null means not planned.
+    type: dict
+    required: true
+  require_gpu:
+    description: A node without an NVIDIA GPU is a mismatch (else the GPU checks are skipped).
+    type: bool
+    default: true
+  require_rail_links:
+    description: A missing rail netdev is a mismatch (else its check is skipped).
+    type: bool
+    default: true
+  host_kernel_checks:
+    description: Check running-kernel state (false in a container, where it is the host's).
+    type: bool
+    default: true
+  nvidia_smi:
+    description: nvidia-smi command (name or path).
+    type: str
+    default: nvidia-smi
+  bootloader_stamp:
+    description: File holding the command line last handed to the bootloader.
+    type: path
+    default: /var/lib/superpod/bootloader-cmdline
+author: superpod
+"""
+
+RETURN = r"""
+checks:
+  description: One row per check.
+  type: list
+  elements: dict
+  returned: always
+mismatches:
+  description: The rows whose status is MISMATCH.
+  type: list
+  elements: dict
+  returned: always
+report:
+  description: The rows as an aligned text table.
+  type: list
+  elements: str
+  returned: always
+"""
+
+OK = "ok"
+MISMATCH = "MISMATCH"
+SKIPPED = "skipped"
+NOT_PLANNED = "not planned"
+
+# nvidia-smi --query-gpu fields, in the order the parser expects them.
+GPU_FIELDS = (
+    "index",
+    "name",
+    "driver_version",
+    "persistence_mode",
+    "ecc.mode.current",
+    "pcie.link.gen.max",
+    "pcie.link.width.current",
+    "mig.mode.current",
+)
+SIZE_NAMES = {2048: "2M", 1048576: "1G"}
+# Idle states that keep wake-up latency at C1 level (what max_cstate=1 / intel_idle off give).
+SHALLOW_IDLE_STATES = {"POLL", "C1", "C1_ACPI", "C1-ACPI"}
+NOT_AVAILABLE = {"[N/A]", "N/A", "[Not Supported]", "Not Supported", "[Unknown Error]"}
+
+
+def row(check, expected, actual, status, detail=""):
+    return {"check": check, "expected": str(expected), "actual": str(actual), "status": status, "detail": detail}
+
+
+def planned(value):
+    return value is not None and value != "" and value != [] and value != {}
+
+
+# ----------------------------------------------------------------------------- parsing
+
+
+def parse_gpu_csv(text):
+    """Parse `nvidia-smi --query-gpu=<GPU_FIELDS> --format=csv,noheader,nounits` output."""
+    gpus = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        values = [v.strip() for v in line.split(",")]
+        if len(values) != len(GPU_FIELDS):
+            raise ValueError(f"nvidia-smi line has {len(values)} fields, expected {len(GPU_FIELDS)}: {line!r}")
+        gpus.append({k: (None if v in NOT_AVAILABLE else v) for k, v in zip(GPU_FIELDS, values, strict=True)})
+    return gpus
+
+
+def parse_meminfo(text):
+    info = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        if value:
+            info[key.strip()] = int(value.split()[0])
+    return info
+
+
+def parse_cmdline(text):
+    return text.split()
+
+
+# ----------------------------------------------------------------------------- comparing
+
+
+def _version_matches(pin, actual):
+    """A pin "535" or "535.183" matches 535.183.01 (branch or prefix); "535.183.01" only itself."""
+    return actual == pin or actual.startswith(pin + ".")
+
+
+def _per_gpu(gpus, field, want, label, check):
+    bad = [g["index"] for g in gpus if (g[field] or "n/a") != want]
+    if not bad:
+        return row(check, f"{want} on all", f"{want} on {len(gpus)}/{len(gpus)}", OK)
+    seen = sorted({g[field] or "n/a" for g in gpus if g["index"] in bad})
+    return row(check, f"{want} on all", f"{'/'.join(seen)} on GPU {','.join(bad)}", MISMATCH, label)
+
+
+def compare_gpus(gpus, expected, require_gpu, absent_reason=""):
+    """GPU rows. gpus is None or [] when no NVIDIA GPU was found (absent_reason says why)."""
+    if not gpus:
+        status = MISMATCH if require_gpu else SKIPPED
+        detail = "" if require_gpu else "node_check_require_gpu is false: GPU checks skipped"
+        return [row("gpu present", expected.get("gpu_count") or ">= 1",
+                    f"no NVIDIA GPU found ({absent_reason or 'nvidia-smi lists none'})", status, detail)]
+    rows = []
+    count = expected.get("gpu_count")
+    if planned(count):
+        rows.append(row("gpu count", count, len(gpus), OK if len(gpus) == int(count) else MISMATCH,
+                        "superpod_gpu_count of the node model"))
+    else:
+        rows.append(row("gpu count", "not planned", len(gpus), NOT_PLANNED))
+
+    model = expected.get("gpu_model")
+    if planned(model):
+        # catalog ids look like h100-sxm5-80gb; nvidia-smi names like "NVIDIA H100 80GB HBM3"
+        family = str(model).split("-")[0].upper()
+        names = sorted({g["name"] or "n/a" for g in gpus})
+        ok = all(re.search(r"\b" + re.escape(family) + r"\b", n, re.IGNORECASE) for n in names)
+        rows.append(row("gpu model", f"{model} (name has {family})", "; ".join(names), OK if ok else MISMATCH))
+    else:
+        rows.append(row("gpu model", "not planned", "; ".join(sorted({g["name"] or "n/a" for g in gpus})), NOT_PLANNED))
+
+    pin = expected.get("driver_version")
+    versions = sorted({g["driver_version"] or "n/a" for g in gpus})
+    if planned(pin):
+        ok = all(_version_matches(str(pin), v) for v in versions)
+        rows.append(row("driver version", pin, ", ".join(versions), OK if ok else MISMATCH, "nvidia_driver pin"))
+    else:
+        rows.append(row("driver version", "not planned", ", ".join(versions), NOT_PLANNED))
+
+    for key, field, check in (("persistence_mode", "persistence_mode", "persistence mode"),
+                              ("ecc", "ecc.mode.current", "ECC mode"),
+                              ("mig", "mig.mode.current", "MIG mode")):
+        want = expected.get(key)
+        if want is None:
+            rows.append(row(check, "not planned", ", ".join(sorted({g[field] or "n/a" for g in gpus})), NOT_PLANNED))
+            continue
+        wanted = "Enabled" if want else "Disabled"
+        if key == "mig" and not want and all(g[field] is None for g in gpus):
+            # GPUs without MIG support report N/A: that is "not in MIG mode"
+            rows.append(row(check, wanted, "n/a (no MIG support)", OK))
+            continue
+        rows.append(_per_gpu(gpus, field, wanted, "", check))
+
+    for key, field, check in (("pcie_gen", "pcie.link.gen.max", "PCIe generation (max of GPU+slot)"),
+                              ("pcie_width", "pcie.link.width.current", "PCIe link width")):
+        want = expected.get(key)
+        if not planned(want):
+            rows.append(row(check, "not planned", ", ".join(sorted({g[field] or "n/a" for g in gpus})), NOT_PLANNED))
+            continue
+        bad = [g["index"] for g in gpus if g[field] is None or int(g[field]) < int(want)]
+        actual = ", ".join(sorted({g[field] or "n/a" for g in gpus}))
+        rows.append(row(check, f">= {want}", actual + (f" (low on GPU {','.join(bad)})" if bad else ""),
+                        MISMATCH if bad else OK))
+    return rows
+
+
+def compare_hugepages(meminfo, pools, expected, host_kernel):
+    """HugePages rows. pools: {size_kb: {"total": n, "nodes": {node: n}}} from sysfs.
+    expected: {"2M": {"count": n, "per_node": {node: n}}, "1G": {...}} (only planned sizes)."""
+    if not planned(expected):
+        default_pages = meminfo.get("HugePages_Total", "n/a")
+        return [row("hugepages", "not planned", f"{default_pages} default-size pages", NOT_PLANNED)]
+    if not host_kernel:
+        return [row("hugepages", "as planned", "pools belong to the host kernel", SKIPPED,
+                    "container: HugePages pools are the host's")]
+    rows = []
+    by_name = {name: kb for kb, name in SIZE_NAMES.items()}
+    for size, plan in sorted(expected.items()):
+        kb = by_name[size]
+        pool = pools.get(kb)
+        per_node = {int(k): int(v) for k, v in (plan.get("per_node") or {}).items()}
+        if pool is None:
+            rows.append(row(f"hugepages {size}", plan, f"no {size} pool (kernel/CPU lacks {kb}kB pages)", MISMATCH))
+            continue
+        if per_node:
+            for node, want in sorted(per_node.items()):
+                have = pool["nodes"].get(node)
+                rows.append(row(f"hugepages {size} node{node}", want, "no such node" if have is None else have,
+                                OK if have == want else MISMATCH))
+        else:
+            want = int(plan.get("count") or 0)
+            rows.append(row(f"hugepages {size} total", want, pool["total"], OK if pool["total"] == want else MISMATCH))
+    return rows
+
+
+def compare_cmdline(running, bootloader, expected, host_kernel):
+    """Kernel command line rows: the bootloader's (configured) and the running kernel's."""
+    if not planned(expected):
+        return [row("kernel cmdline", "not planned", f"{len(running)} parameters running", NOT_PLANNED)]
+    rows = []
+    if bootloader is None:
+        rows.append(row("kernel cmdline (bootloader)", " ".join(expected), "no bootloader stamp", MISMATCH,
+                        "host_tuning/hugepages never handed a command line to the bootloader"))
+    else:
+        missing = [p for p in expected if p not in bootloader]
+        rows.append(row("kernel cmdline (bootloader)", " ".join(expected),
+                        "all present" if not missing else "missing " + " ".join(missing),
+                        OK if not missing else MISMATCH))
+    if not host_kernel:
+        rows.append(row("kernel cmdline (running)", " ".join(expected), "running kernel is the host's", SKIPPED,
+                        "container: /proc/cmdline is the host's"))
+    else:
+        missing = [p for p in expected if p not in running]
+        rows.append(row("kernel cmdline (running)", " ".join(expected),
+                        "all present" if not missing else "missing " + " ".join(missing),
+                        OK if not missing else MISMATCH, "reboot pending" if missing else ""))
+    return rows
+
+
+def compare_governor(governors, expected, host_kernel):
+    """governors: the scaling_governor of every CPU, or None when cpufreq is absent."""
+    if not planned(expected):
+        actual = ", ".join(sorted(set(governors or []))) or "no cpufreq"
+        return [row("cpu governor", "not planned", actual, NOT_PLANNED)]
+    if not host_kernel:
+        return [row("cpu governor", expected, "cpufreq belongs to the host", SKIPPED, "container")]
+    if governors is None:
+        return [row("cpu governor", expected, "no cpufreq interface", SKIPPED,
+                    "no cpufreq here (VM or BIOS-controlled P-states): governor cannot be read")]
+    others = sorted(set(governors) - {expected})
+    return [row("cpu governor", f"{expected} on all CPUs",
+                f"{expected} on {len(governors)} CPUs" if not others else f"{', '.join(others)} on some CPUs",
+                OK if not others else MISMATCH)]
+
+
+def compare_cstates(idle, expected_limited, host_kernel):
+    """idle: {"driver": str, "enabled": [state names of cpu0 not disabled]} or None (no cpuidle)."""
+    if expected_limited is None:
+        return [row("C-states", "not planned", (idle or {}).get("driver", "no cpuidle"), NOT_PLANNED)]
+    if not host_kernel:
+        return [row("C-states", "limited to C1", "cpuidle belongs to the host", SKIPPED, "container")]
+    if idle is None:
+        return [row("C-states", "limited to C1" if expected_limited else "not limited", "no cpuidle interface", SKIPPED,
+                    "no cpuidle here (VM or idle states off in firmware)")]
+    deep = [s for s in idle["enabled"] if s not in SHALLOW_IDLE_STATES]
+    actual = f"{idle['driver']}: {' '.join(idle['enabled']) or 'none'}"
+    if expected_limited:
+        return [row("C-states", "limited to C1", actual, OK if not deep else MISMATCH,
+                    f"deep states enabled: {' '.join(deep)}" if deep else "")]
+    return [row("C-states", "not limited", actual, OK)]
+
+
+def compare_links(links, expected, require):
+    """links: {netdev: {"operstate", "mtu", "speed"} or None when absent}.
+    expected: [{"name": label, "netdev": str, "mtu": int|None, "speed": int|None (Mb/s)}]."""
+    if not expected:
+        return [row("rail links", "not planned", "no rails in the inventory", NOT_PLANNED)]
+    rows = []
+    for want in expected:
+        label = f"link {want['name']} {want['netdev']}"
+        parts = ["up"] + ([f"mtu {want['mtu']}"] if planned(want.get("mtu")) else []) \
+            + ([f"{want['speed']} Mb/s"] if planned(want.get("speed")) else [])
+        have = links.get(want["netdev"])
+        if have is None:
+            rows.append(row(label, ", ".join(parts), "no such netdev", MISMATCH if require else SKIPPED,
+                            "" if require else "node_check_require_rail_links is false"))
+            continue
+        bad = []
+        if have["operstate"] != "up":
+            bad.append(f"state {have['operstate']}")
+        if planned(want.get("mtu")) and have["mtu"] != int(want["mtu"]):
+            bad.append(f"mtu {have['mtu']}")
+        if planned(want.get("speed")) and have["speed"] != int(want["speed"]):
+            bad.append(f"speed {have['speed']}")
+        speed = "speed n/a" if have["speed"] is None else f"{have['speed']} Mb/s"
+        actual = f"{have['operstate']}, mtu {have['mtu']}, {speed}"
+        rows.append(row(label, ", ".join(parts), actual, MISMATCH if bad else OK, "; ".join(bad)))
+    return rows
+
+
+def render_table(host, rows):
+    heads = ("CHECK", "EXPECTED", "ACTUAL", "STATUS")
+    cells = [(r["check"], r["expected"], r["actual"], r["status"] + (f" ({r['detail']})" if r["detail"] else ""))
+             for r in rows]
+    widths = [min(48, max(len(h), *(len(c[i]) for c in cells))) for i, h in enumerate(heads[:3])]
+    counts = {s: sum(r["status"] == s for r in rows) for s in (MISMATCH, OK, SKIPPED, NOT_PLANNED)}
+    lines = [f"node_check {host}: {counts[MISMATCH]} MISMATCH, {counts[OK]} ok, "
+             f"{counts[SKIPPED]} skipped, {counts[NOT_PLANNED]} not planned"]
+    for c in [heads] + cells:
+        lines.append("  ".join(c[i].ljust(widths[i]) for i in range(3)) + "  " + c[3])
+    return lines
+
+
+# ----------------------------------------------------------------------------- gathering
+
+
+def _read(path):
+    try:
+        with open(path, encoding="ascii", errors="replace") as f:
+            return f.read().strip()
+    except OSError:
+        return None
+
+
+def read_hugepage_pools():
+    pools = {}
+    for d in glob.glob("/sys/kernel/mm/hugepages/hugepages-*kB"):
+        kb = int(re.search(r"(\d+)kB$", d).group(1))
+        nodes = {}
+        for nd in glob.glob(f"/sys/devices/system/node/node*/hugepages/hugepages-{kb}kB/nr_hugepages"):
+            nodes[int(re.search(r"/node(\d+)/", nd).group(1))] = int(_read(nd) or 0)
+        pools[kb] = {"total": int(_read(os.path.join(d, "nr_hugepages")) or 0), "nodes": nodes}
+    return pools
+
+
+def read_governors():
+    files = glob.glob("/sys/devices/system/cpu/cpu[0-9]*/cpufreq/scaling_governor")
+    return [_read(f) for f in files] or None
+
+
+def read_cpuidle():
+    driver = _read("/sys/devices/system/cpu/cpuidle/current_driver")
+    states = sorted(glob.glob("/sys/devices/system/cpu/cpu0/cpuidle/state[0-9]*"),
+                    key=lambda p: int(p.rsplit("state", 1)[1]))
+    if driver in (None, "none") or not states:
+        return None
+    enabled = [_read(os.path.join(s, "name")) for s in states if _read(os.path.join(s, "disable")) == "0"]
+    return {"driver": driver, "enabled": enabled}
+
+
+def read_link(netdev):
+    base = f"/sys/class/net/{netdev}"
+    if not os.path.isdir(base):
+        return None
+    speed = _read(os.path.join(base, "speed"))  # reading speed of a down link fails (EINVAL)
+    return {"operstate": _read(os.path.join(base, "operstate")) or "unknown",
+            "mtu": int(_read(os.path.join(base, "mtu")) or 0),
+            # -1 (or EINVAL) when the driver does not know the speed (virtual, down)
+            "speed": int(speed) if speed and speed.isdigit() else None}
+
+
+def read_gpus(module, nvidia_smi):
+    """(gpus, reason): gpus None when there is no usable nvidia-smi or no GPU."""
+    path = nvidia_smi if os.path.isabs(nvidia_smi) else module.get_bin_path(nvidia_smi)
+    if not path or not os.path.exists(path):
+        return None, "nvidia-smi not installed"
+    rc, out, err = module.run_command([path, "--query-gpu=" + ",".join(GPU_FIELDS), "--format=csv,noheader,nounits"])
+    if rc != 0:
+        return None, f"nvidia-smi rc={rc}: {(err or out).strip()[:200]}"
+    gpus = parse_gpu_csv(out)
+    return gpus, "" if gpus else "nvidia-smi lists no GPU"
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec={
+            "expected": {"type": "dict", "required": True},
+            "require_gpu": {"type": "bool", "default": True},
+            "require_rail_links": {"type": "bool", "default": True},
+            "host_kernel_checks": {"type": "bool", "default": True},
+            "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
+            "bootloader_stamp": {"type": "path", "default": "/var/lib/superpod/bootloader-cmdline"},
+        },
+        supports_check_mode=True,
+    )
+    p = module.params
+    exp = p["expected"]
+    host_kernel = p["host_kernel_checks"]
+    try:
+        gpus, reason = read_gpus(module, p["nvidia_smi"])
+    except ValueError as e:
+        module.fail_json(msg=f"cannot parse nvidia-smi output: {e}")
+    bootloader = _read(p["bootloader_stamp"])
+    links = {link["netdev"]: read_link(link["netdev"]) for link in exp.get("links") or []}
+    rows = (compare_gpus(gpus, exp, p["require_gpu"], reason)
+            + compare_hugepages(parse_meminfo(_read("/proc/meminfo") or ""), read_hugepage_pools(),
+                                exp.get("hugepages") or {}, host_kernel)
+            + compare_cmdline(parse_cmdline(_read("/proc/cmdline") or ""),
+                              None if bootloader is None else parse_cmdline(bootloader),
+                              exp.get("cmdline") or [], host_kernel)
+            + compare_governor(read_governors(), exp.get("governor"), host_kernel)
+            + compare_cstates(read_cpuidle(), exp.get("cstates_limited"), host_kernel)
+            + compare_links(links, exp.get("links") or [], p["require_rail_links"]))
+    module.exit_json(changed=False, checks=rows, mismatches=[r for r in rows if r["status"] == MISMATCH],
+                     report=render_table(exp.get("host", ""), rows))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,205 @@
+"""node_check's comparison logic on recorded nvidia-smi output (DGX H100), no GPU needed."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+MODULE = Path(__file__).resolve().parents[2] / "roles/node_check/library/superpod_node_check.py"
+spec = importlib.util.spec_from_file_location("superpod_node_check", MODULE)
+nc = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(nc)
+
+# `nvidia-smi --query-gpu=index,name,driver_version,persistence_mode,ecc.mode.current,
+#  pcie.link.gen.max,pcie.link.width.current,mig.mode.current --format=csv,noheader,nounits`
+# on a DGX H100 with driver 535.183.01.
+H100_OK = """\
+0, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+1, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+2, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+3, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+4, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+5, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+6, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+7, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+"""
+# Same node after a bad day: GPU 5 fell off the bus, GPU 3 lost persistence and trained at x8,
+# GPU 2 was left in MIG mode.
+H100_BAD = """\
+0, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+1, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+2, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Enabled
+3, NVIDIA H100 80GB HBM3, 535.183.01, Disabled, Enabled, 5, 8, Disabled
+4, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+6, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+7, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5, 16, Disabled
+"""
+# A PCIe L40S has no MIG: nvidia-smi prints [N/A].
+L40S = "0, NVIDIA L40S, 550.90.07, Enabled, Enabled, 4, 16, [N/A]\n"
+
+PLAN = {
+    "gpu_count": 8,
+    "gpu_model": "h100-sxm5-80gb",
+    "driver_version": "535",
+    "persistence_mode": True,
+    "ecc": True,
+    "mig": False,
+    "pcie_gen": 5,
+    "pcie_width": 16,
+}
+
+
+def by_check(rows):
+    return {r["check"]: r for r in rows}
+
+
+def test_parse_recorded_h100_output():
+    gpus = nc.parse_gpu_csv(H100_OK)
+    assert len(gpus) == 8
+    assert gpus[7] == {
+        "index": "7", "name": "NVIDIA H100 80GB HBM3", "driver_version": "535.183.01",
+        "persistence_mode": "Enabled", "ecc.mode.current": "Enabled", "pcie.link.gen.max": "5",
+        "pcie.link.width.current": "16", "mig.mode.current": "Disabled",
+    }
+    assert nc.parse_gpu_csv(L40S)[0]["mig.mode.current"] is None
+
+
+def test_parse_rejects_output_of_another_query():
+    with pytest.raises(ValueError, match="6 fields, expected 8"):
+        nc.parse_gpu_csv("0, NVIDIA H100 80GB HBM3, 535.183.01, Enabled, Enabled, 5\n")
+
+
+def test_matching_h100_node_is_all_ok():
+    rows = nc.compare_gpus(nc.parse_gpu_csv(H100_OK), PLAN, require_gpu=True)
+    assert {r["status"] for r in rows} == {nc.OK}
+    checks = by_check(rows)
+    assert checks["gpu count"]["actual"] == "8"
+    assert checks["driver version"]["actual"] == "535.183.01"
+    assert checks["persistence mode"]["actual"] == "Enabled on 8/8"
+
+
+def test_bad_h100_node_names_each_fault():
+    rows = by_check(nc.compare_gpus(nc.parse_gpu_csv(H100_BAD), PLAN, require_gpu=True))
+    mism = {k for k, r in rows.items() if r["status"] == nc.MISMATCH}
+    assert mism == {"gpu count", "persistence mode", "MIG mode", "PCIe link width"}
+    assert rows["gpu count"]["actual"] == "7"
+    assert rows["persistence mode"]["actual"] == "Disabled on GPU 3"
+    assert rows["MIG mode"]["actual"] == "Enabled on GPU 2"
+    assert rows["PCIe link width"]["actual"] == "16, 8 (low on GPU 3)"
+    assert rows["ECC mode"]["status"] == nc.OK
+
+
+@pytest.mark.parametrize(
+    ("pin", "status"),
+    [("535", nc.OK), ("535.183", nc.OK), ("535.183.01", nc.OK), ("535.18", nc.MISMATCH),
+     ("550", nc.MISMATCH), ("535.183.06", nc.MISMATCH)],
+)
+def test_driver_pin_is_a_branch_or_exact_version(pin, status):
+    rows = by_check(nc.compare_gpus(nc.parse_gpu_csv(H100_OK), {**PLAN, "driver_version": pin}, True))
+    assert rows["driver version"]["status"] == status
+
+
+def test_gpu_model_family_must_appear_in_the_name():
+    rows = by_check(nc.compare_gpus(nc.parse_gpu_csv(L40S), {**PLAN, "gpu_count": 1}, True))
+    assert rows["gpu model"]["status"] == nc.MISMATCH
+    assert rows["gpu model"]["actual"] == "NVIDIA L40S"
+    assert rows["MIG mode"] == {**rows["MIG mode"], "status": nc.OK, "actual": "n/a (no MIG support)"}
+    assert rows["PCIe generation (max of GPU+slot)"]["status"] == nc.MISMATCH
+
+
+def test_unplanned_values_are_reported_not_guessed():
+    plan = {"persistence_mode": None, "ecc": None, "mig": None}
+    rows = nc.compare_gpus(nc.parse_gpu_csv(H100_OK), plan, True)
+    assert {r["status"] for r in rows} == {nc.NOT_PLANNED}
+    assert by_check(rows)["driver version"]["actual"] == "535.183.01"
+
+
+@pytest.mark.parametrize(("require", "status"), [(True, nc.MISMATCH), (False, nc.SKIPPED)])
+def test_no_gpu_says_so(require, status):
+    for gpus in (None, []):
+        (only,) = nc.compare_gpus(gpus, PLAN, require, "nvidia-smi not installed")
+        assert only["status"] == status
+        assert only["actual"] == "no NVIDIA GPU found (nvidia-smi not installed)"
+
+
+MEMINFO = "MemTotal:       2113389012 kB\nHugePages_Total:    1024\nHugepagesize:       2048 kB\n"
+POOLS = {2048: {"total": 1024, "nodes": {0: 512, 1: 512}}, 1048576: {"total": 16, "nodes": {0: 8, 1: 8}}}
+
+
+def test_hugepages_totals_and_per_node():
+    rows = by_check(nc.compare_hugepages(nc.parse_meminfo(MEMINFO), POOLS,
+                                         {"2M": {"count": 1024}, "1G": {"per_node": {"0": 8, "1": 4}}}, True))
+    assert rows["hugepages 2M total"]["status"] == nc.OK
+    assert rows["hugepages 1G node0"]["status"] == nc.OK
+    assert (rows["hugepages 1G node1"]["expected"], rows["hugepages 1G node1"]["actual"]) == ("4", "8")
+    assert rows["hugepages 1G node1"]["status"] == nc.MISMATCH
+
+
+def test_hugepages_missing_pool_unplanned_and_container():
+    (row,) = nc.compare_hugepages({}, {2048: POOLS[2048]}, {"1G": {"count": 4}}, True)
+    assert row["status"] == nc.MISMATCH and "lacks 1048576kB" in row["actual"]
+    assert nc.compare_hugepages({"HugePages_Total": 0}, POOLS, {}, True)[0]["status"] == nc.NOT_PLANNED
+    assert nc.compare_hugepages({}, POOLS, {"2M": {"count": 1}}, False)[0]["status"] == nc.SKIPPED
+
+
+CMDLINE = ("BOOT_IMAGE=/vmlinuz-6.1.0-28-amd64 root=UUID=1 ro quiet "
+           "intel_idle.max_cstate=0 processor.max_cstate=1 iommu=pt")
+PLANNED_CMDLINE = ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt", "hugepagesz=1G", "hugepages=16"]
+
+
+def test_cmdline_configured_but_not_booted_is_a_pending_reboot():
+    stamp = nc.parse_cmdline(" ".join(PLANNED_CMDLINE))
+    rows = by_check(nc.compare_cmdline(nc.parse_cmdline(CMDLINE), stamp, PLANNED_CMDLINE, True))
+    assert rows["kernel cmdline (bootloader)"]["status"] == nc.OK
+    running = rows["kernel cmdline (running)"]
+    assert (running["status"], running["actual"], running["detail"]) == (
+        nc.MISMATCH, "missing hugepagesz=1G hugepages=16", "reboot pending")
+
+
+def test_cmdline_without_stamp_and_in_container():
+    rows = by_check(nc.compare_cmdline([], None, ["iommu=pt"], False))
+    assert rows["kernel cmdline (bootloader)"]["status"] == nc.MISMATCH
+    assert rows["kernel cmdline (running)"]["status"] == nc.SKIPPED
+
+
+def test_governor():
+    assert nc.compare_governor(["performance"] * 224, "performance", True)[0]["status"] == nc.OK
+    bad = nc.compare_governor(["performance", "powersave"], "performance", True)[0]
+    assert (bad["status"], bad["actual"]) == (nc.MISMATCH, "powersave on some CPUs")
+    absent = nc.compare_governor(None, "performance", True)[0]
+    assert absent["status"] == nc.SKIPPED and absent["actual"] == "no cpufreq interface"
+
+
+def test_cstates():
+    limited = {"driver": "acpi_idle", "enabled": ["POLL", "C1"]}
+    deep = {"driver": "intel_idle", "enabled": ["POLL", "C1", "C1E", "C6"]}
+    assert nc.compare_cstates(limited, True, True)[0]["status"] == nc.OK
+    row = nc.compare_cstates(deep, True, True)[0]
+    assert (row["status"], row["detail"]) == (nc.MISMATCH, "deep states enabled: C1E C6")
+    assert nc.compare_cstates(None, True, True)[0]["status"] == nc.SKIPPED
+    assert nc.compare_cstates(deep, None, True)[0]["status"] == nc.NOT_PLANNED
+
+
+RAILS = [{"name": "rail0", "netdev": "ibp24s0", "mtu": 4092, "speed": 400000},
+         {"name": "rail1", "netdev": "ibp64s0", "mtu": 4092, "speed": 400000}]
+
+
+@pytest.mark.parametrize(("require", "status"), [(True, nc.MISMATCH), (False, nc.SKIPPED)])
+def test_links(require, status):
+    live = {"ibp24s0": {"operstate": "up", "mtu": 4092, "speed": 400000}, "ibp64s0": None}
+    rows = by_check(nc.compare_links(live, RAILS, require))
+    assert rows["link rail0 ibp24s0"]["status"] == nc.OK
+    assert (rows["link rail1 ibp64s0"]["status"], rows["link rail1 ibp64s0"]["actual"]) == (status, "no such netdev")
+    down = {"ibp24s0": {"operstate": "down", "mtu": 2044, "speed": None}, "ibp64s0": live["ibp24s0"]}
+    row = by_check(nc.compare_links(down, RAILS, require))["link rail0 ibp24s0"]
+    assert (row["status"], row["detail"]) == (nc.MISMATCH, "state down; mtu 2044; speed None")
+
+
+def test_report_table_counts_and_aligns():
+    rows = nc.compare_gpus(nc.parse_gpu_csv(H100_BAD), PLAN, True) + nc.compare_links({}, [], True)
+    lines = nc.render_table("su01-node01", rows)
+    assert lines[0] == "node_check su01-node01: 4 MISMATCH, 4 ok, 0 skipped, 1 not planned"
+    assert lines[1].split() == ["CHECK", "EXPECTED", "ACTUAL", "STATUS"]
+    status_col = lines[1].index("STATUS")
+    assert all(line[status_col - 2:status_col] == "  " for line in lines[2:])
+    assert any(line.startswith("persistence mode") and line.endswith("MISMATCH") for line in lines)
