@@ -39,6 +39,11 @@ class CduLimits(_Model):
     secondary: LoopLimits | None = None
 
 
+def _none_to_empty(v):
+    """The inventory writes null for 'not in an SU' (e.g. management racks)."""
+    return "" if v is None else v
+
+
 class Rack(_Model):
     name: str
     row: str = ""
@@ -46,6 +51,8 @@ class Rack(_Model):
     budget_kw: float | None = None
     planned_kw: float | None = None
     cooling: str | None = None
+
+    _empty = field_validator("row", "su", mode="before")(_none_to_empty)
 
 
 class Target(_Model):
@@ -57,6 +64,9 @@ class Target(_Model):
     port: int | None = None
     timeout_s: float | None = None
     interval_s: float | None = None
+    model: str | None = None  # catalog model name from the layout (informational)
+
+    _empty = field_validator("rack", "row", "su", mode="before")(_none_to_empty)
 
 
 class Pdu(Target):
@@ -88,6 +98,7 @@ class Cdu(Target):
     modbus_unit: int = 1
     ashrae_class: str | None = None
     limits: CduLimits | None = None
+    capacity_kw: float | None = None  # planned cooling capacity from the layout (informational)
 
     @model_validator(mode="after")
     def _map_for_modbus(self) -> Cdu:

@@ -43,6 +43,21 @@ def test_config_shape_from_inventory(tmp_path):
     assert load_config(f).pdus[0].name == "rack-a01-pdu-a"
 
 
+def test_generated_monitoring_vars_are_accepted():
+    """What `superpod plan` writes: null su for racks outside an SU, catalog model names,
+    CDU capacity.  The cooling_monitor role passes these entries through unchanged."""
+    cfg = AgentConfig.model_validate({
+        "ashrae_class": "W32",
+        "racks": [{"name": "rack-b01", "row": "b", "su": None, "budget_kw": 45.0, "planned_kw": 1.1,
+                   "cooling": "air"}],
+        "pdus": [{"name": "rack-b01-pdu-a", "rack": "rack-b01", "row": "b", "su": None, "feed": "A",
+                  "address": "10.20.0.3", "protocol": "snmp", "profile": "raritan", "model": "raritan-px4-60a"}],
+        "cdus": [{"name": "rack-b01-cdu", "rack": "rack-b01", "row": "b", "su": None, "address": "10.20.0.9",
+                  "protocol": "redfish", "redfish_id": "1", "capacity_kw": 80.0}],
+    })
+    assert cfg.racks[0].su == "" and cfg.pdus[0].su == "" and cfg.cdus[0].capacity_kw == 80.0
+
+
 @pytest.mark.parametrize("bad", [
     {"ashrae_class": "W99"},
     {"pdus": [{"name": "p", "address": "1.2.3.4", "protocol": "snmp"}]},  # no profile
