@@ -1,4 +1,4 @@
-"""The `superpod` command: plan, diff and schema (apply and drift drive Ansible)."""
+"""The `superpod` command: plan, diff and schema; apply and drift drive Ansible (topology/operate)."""
 
 from __future__ import annotations
 
@@ -143,6 +143,83 @@ def schema(out: Annotated[Optional[Path], typer.Option(help="write to a file ins
         write_atomic(out, text)
     else:
         sys.stdout.write(text)
+
+
+# ---- day two: apply and drift (topology/operate) -------------------------------------------
+OverlayOpt = Annotated[
+    Optional[list[Path]],  # noqa: UP045
+    typer.Option("--inventory-overlay", "-i", help="extra inventory source after inventories/<stack> "
+                 "(file or folder; repeatable): connection settings, jump hosts, site switches"),
+]
+LimitOpt = Annotated[Optional[str], typer.Option("--limit", "-l", help="ansible --limit (hosts, groups, @retry-file)")]  # noqa: UP045
+TagsOpt = Annotated[Optional[str], typer.Option("--tags", "-t", help="ansible --tags (roles are tagged by name)")]  # noqa: UP045
+RunsOpt = Annotated[Optional[Path], typer.Option("--runs-dir", help="where runs are kept (.runs/)")]  # noqa: UP045
+VaultOpt = Annotated[Optional[Path], typer.Option("--vault-password-file", help="ansible-vault password file")]  # noqa: UP045
+ForksOpt = Annotated[Optional[int], typer.Option("--forks", help="parallel hosts (default from ansible.cfg)")]  # noqa: UP045
+ProgressOpt = Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="live progress (tty: on)")]  # noqa: UP045
+
+
+def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, fresh_facts=False):
+    from topology.operate.runs import RunRequest
+
+    return RunRequest(project_dir=project_dir, stack=stack, kind=kind, overlays=tuple(overlays or ()), limit=limit,
+                      tags=tags, runs_dir=runs_dir, vault_password_file=vault, forks=forks, fresh_facts=fresh_facts)
+
+
+def _operate(call) -> None:
+    from topology.operate.runs import OperateError
+
+    try:
+        code = call()
+    except OperateError as e:
+        field, _, rule = str(e).partition(": ")
+        fail(SpecError(field, rule))
+    raise typer.Exit(code)
+
+
+@app.command()
+def apply(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    project_dir: ProjectOpt = Path("."),
+    inventory_overlay: OverlayOpt = None,
+    limit: LimitOpt = None,
+    tags: TagsOpt = None,
+    runs_dir: RunsOpt = None,
+    vault_password_file: VaultOpt = None,
+    forks: ForksOpt = None,
+    fresh_facts: Annotated[bool, typer.Option("--fresh-facts", help="gather facts even when cached")] = False,
+    progress: ProgressOpt = None,
+) -> None:
+    """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
+    run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error."""
+    from topology.operate import commands
+
+    req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
+                       "apply", fresh_facts)
+    _operate(lambda: commands.apply(req, console, progress))
+
+
+@app.command()
+def drift(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    project_dir: ProjectOpt = Path("."),
+    inventory_overlay: OverlayOpt = None,
+    limit: LimitOpt = None,
+    tags: TagsOpt = None,
+    runs_dir: RunsOpt = None,
+    vault_password_file: VaultOpt = None,
+    forks: ForksOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="the report as JSON on stdout")] = False,
+    fix: Annotated[bool, typer.Option("--fix", help="re-apply to the drifted hosts (drifted roles only)")] = False,
+    progress: ProgressOpt = None,
+) -> None:
+    """Run site.yml in check+diff mode and report, per host, each task that would change and its
+    diff. Exit 0 clean, 1 drift, 2 errors (failed/unreachable host). --fix re-applies."""
+    from topology.operate import commands
+
+    req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
+                       "drift")
+    _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,180 @@
+"""One ansible-playbook run of site.yml over a stack's inventory, through ansible-runner.
+
+Each run gets its own directory, `.runs/<stack>/<UTC time>-<kind>/`, which is ansible-runner's
+private_data_dir: artifacts/<ident>/ keeps the events (job_events/), stdout and the command.
+Nothing secret is passed in (no extravars, no passwords; the vault password is a file path),
+and the environment ansible-runner records in artifacts/*/command is reduced to names that
+cannot carry secrets once the run ends.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+# Environment names kept with their values in the recorded command; every other value
+# (tokens, passphrases, cloud keys the operator's shell may hold) is replaced.
+_ENV_KEEP_PREFIXES = ("ANSIBLE_", "LC_", "PYTHON", "VIRTUAL_ENV")
+_ENV_KEEP = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "SHELL", "TERM", "PWD", "TZ"}
+_ENV_SECRETISH = ("PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "AUTH")
+
+
+class OperateError(Exception):
+    """A run could not start: missing inventory, playbook or overlay (exit 2)."""
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """What to run: site.yml of `project_dir` over inventories/<stack> plus overlays."""
+
+    project_dir: Path
+    stack: str
+    kind: str = "apply"  # apply | drift | fix: names the run directory
+    check: bool = False  # --check --diff (drift)
+    overlays: tuple[Path, ...] = ()
+    limit: str | None = None
+    tags: str | None = None
+    forks: int | None = None
+    vault_password_file: Path | None = None
+    fresh_facts: bool = False  # gather facts even when the cache has them
+    runs_dir: Path | None = None  # default <project_dir>/.runs
+    playbook: Path | None = None  # default <project_dir>/site.yml
+
+    @property
+    def runs_root(self) -> Path:
+        return (self.runs_dir or self.project_dir / ".runs").resolve() / self.stack
+
+    @property
+    def inventory_dir(self) -> Path:
+        return (self.project_dir / "inventories" / self.stack).resolve()
+
+    @property
+    def playbook_path(self) -> Path:
+        return (self.playbook or self.project_dir / "site.yml").resolve()
+
+
+@dataclass
+class RunOutcome:
+    run_dir: Path
+    rc: int
+    status: str  # ansible-runner's: successful | failed | timeout | canceled
+    events: list[dict] = field(default_factory=list)
+
+    @property
+    def artifact_dir(self) -> Path:
+        return self.run_dir / "artifacts" / "run"
+
+    @property
+    def stdout_path(self) -> Path:
+        return self.artifact_dir / "stdout"
+
+
+def check_request(req: RunRequest) -> None:
+    """Fails before anything runs when an input is missing, naming it."""
+    if not (req.inventory_dir / "hosts.yml").is_file():
+        raise OperateError(
+            f"--stack: no inventory {req.inventory_dir}/hosts.yml; run `superpod plan --stack {req.stack}` first"
+        )
+    if not req.playbook_path.is_file():
+        raise OperateError(f"--playbook: no playbook {req.playbook_path}")
+    for overlay in req.overlays:
+        if not overlay.exists():
+            raise OperateError(f"--inventory-overlay: no such file or directory {overlay}")
+    if req.vault_password_file and not req.vault_password_file.is_file():
+        raise OperateError(f"--vault-password-file: no such file {req.vault_password_file}")
+
+
+def new_run_dir(runs_root: Path, kind: str) -> Path:
+    """A fresh directory per run, sortable by time; never reused."""
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    path = runs_root / f"{stamp}-{kind}"
+    path.mkdir(parents=True, exist_ok=False)
+    return path
+
+
+def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
+    """The ansible-runner arguments for a request (separate, so tests can inspect them)."""
+    project_dir = req.project_dir.resolve()
+    cmdline = []
+    if req.check:
+        cmdline += ["--check", "--diff"]
+    if req.vault_password_file:
+        cmdline += ["--vault-password-file", str(req.vault_password_file.resolve())]
+    envvars = {
+        "ANSIBLE_CONFIG": str(project_dir / "ansible.cfg"),
+        "ANSIBLE_ROLES_PATH": str(project_dir / "roles"),
+        # one fact cache per stack, next to its runs (a cache shared by stacks would mix hosts)
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(req.runs_root / "facts"),
+        # ansible-runner turns host key checking off unless told; keep the operator's choice (default on)
+        "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
+        "ANSIBLE_NOCOLOR": "1",
+        # ansible-playbook from the same environment as superpod, even when it is not activated
+        "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
+    }
+    if req.fresh_facts:
+        envvars["ANSIBLE_GATHERING"] = "implicit"
+    kwargs = {
+        "private_data_dir": str(run_dir),
+        "project_dir": str(project_dir),
+        "playbook": str(req.playbook_path),
+        "inventory": [str(req.inventory_dir), *(str(p.resolve()) for p in req.overlays)],
+        "envvars": envvars,
+        "ident": "run",
+        "quiet": True,
+        "suppress_env_files": True,  # no env/ files with environment values in the run dir
+    }
+    if cmdline:
+        kwargs["cmdline"] = " ".join(cmdline)
+    if req.limit:
+        kwargs["limit"] = req.limit
+    if req.tags:
+        kwargs["tags"] = req.tags
+    if req.forks:
+        kwargs["forks"] = req.forks
+    return kwargs
+
+
+def scrub_recorded_env(artifact_dir: Path) -> None:
+    """ansible-runner writes the whole process environment into artifacts/<ident>/command;
+    keep the values of harmless names only."""
+    command_file = artifact_dir / "command"
+    if not command_file.is_file():
+        return
+    recorded = json.loads(command_file.read_text(encoding="utf-8"))
+    env = recorded.get("env") or {}
+    recorded["env"] = {k: (v if _env_value_kept(k) else "<not recorded>") for k, v in sorted(env.items())}
+    command_file.write_text(json.dumps(recorded, indent=1), encoding="utf-8")
+
+
+def _env_value_kept(name: str) -> bool:
+    if any(s in name.upper() for s in _ENV_SECRETISH):
+        return False
+    return name in _ENV_KEEP or name.startswith(_ENV_KEEP_PREFIXES)
+
+
+def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None) -> RunOutcome:
+    """Runs site.yml; returns when ansible-playbook has exited. Failing or unreachable hosts
+    do not stop the others (no any_errors_fatal, no max_fail_percentage here)."""
+    import ansible_runner
+
+    check_request(req)
+    run_dir = new_run_dir(req.runs_root, req.kind)
+    events: list[dict] = []
+
+    def handle(event: dict) -> bool:
+        events.append(event)
+        if on_event:
+            on_event(event)
+        return True  # keep ansible-runner writing job_events/ too
+
+    try:
+        runner = ansible_runner.run(**runner_kwargs(req, run_dir), event_handler=handle)
+    finally:
+        scrub_recorded_env(run_dir / "artifacts" / "run")
+    return RunOutcome(run_dir=run_dir, rc=int(runner.rc if runner.rc is not None else 1),
+                      status=str(runner.status), events=events)
