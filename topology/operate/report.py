@@ -53,8 +53,8 @@ def print_drift(console: Console, report: DriftReport) -> None:
         console.print(f"[bold yellow]drift[/] [bold]{host}[/]: {len(changes)} task(s) would change", highlight=False)
         for c in changes:
             kind = "handler" if c.handler else "task"
-            console.print(f"  {kind} [cyan]{escape(c.role or '(play)')} : {escape(c.task)}[/]  [dim]{c.action} {c.path}[/]",
-                          highlight=False)
+            name = escape(f"{c.role or '(play)'} : {c.task}")
+            console.print(f"  {kind} [cyan]{name}[/]  [dim]{c.action} {c.path}[/]", highlight=False)
             if c.hidden:
                 console.print("    (diff hidden: the task is no_log)")
             elif c.diff:
