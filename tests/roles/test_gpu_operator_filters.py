@@ -152,3 +152,9 @@ def test_rdma_config_per_rail_and_shared():
 
 def test_key_paths_of_nested_values():
     assert f.superpod_key_paths({"a": {"b": 1, "c": {"d": []}}, "e": {}}) == ["a", "a.b", "a.c", "a.c.d", "e"]
+
+
+def test_topology_names_the_node_and_the_missing_inventory_vars():
+    hv = {"su01-node01": {"superpod_su": 1, "rails": []}}
+    with pytest.raises(ValueError, match="su01-node01 lacks superpod_rack, superpod_row"):
+        f.superpod_node_topology(hv, ["su01-node01"], {}, 0)

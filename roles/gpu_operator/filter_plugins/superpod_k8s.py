@@ -11,6 +11,7 @@ import re
 # Kubernetes label values: at most 63 characters, alphanumerics with -_. inside.
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _RAIL_SUFFIX = re.compile(r"-rail\d+$")
+_POSITION_VARS = ("superpod_su", "superpod_rack", "superpod_row", "rails")
 
 
 def _label_value(text: str, what: str) -> str:
@@ -29,6 +30,9 @@ def superpod_node_topology(hostvars, hosts, node_names=None, block_sus=0):
     out = []
     for host in sorted(hosts):
         hv = hostvars[host]
+        missing = [k for k in _POSITION_VARS if k not in hv]
+        if missing:
+            raise ValueError(f"GPU node {host} lacks {', '.join(missing)} (inventory contract: run superpod plan)")
         su = int(hv["superpod_su"])
         leaves = sorted({_RAIL_SUFFIX.sub("", r["leaf"]) for r in hv.get("rails") or []})
         if "superpod_fabric_block" in hv and hv["superpod_fabric_block"] not in (None, ""):
