@@ -1,0 +1,121 @@
+"""The lab pod on containers: one Debian 12 systemd container per planned host, and an
+inventory overlay that points the planned hosts at them (the generated inventory is not
+touched). Used by the end-to-end test and by bench/bench_apply.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+SUPERPOD = [sys.executable, "-m", "topology.cli"]
+
+# What the roles need to converge in a container without GPUs, rail NICs, BMC or bootloader.
+CONTAINER_SWITCHES = {
+    "ansible_python_interpreter": "/usr/bin/python3",
+    "node_check_require_gpu": False,
+    "node_check_require_rail_links": False,
+    "rail_network_require_links": False,
+    "host_tuning_bios_enabled": False,
+    "host_tuning_bootloader_update_command": "/usr/local/sbin/molecule-update-grub",
+    "hugepages_bootloader_update_command": "/usr/local/sbin/molecule-update-grub",
+    # no NVIDIA repository from the containers: each role's documented stand-in (docs/<role>.md)
+    "nvidia_driver_fabricmanager": False,
+    "cuda_toolkit_source": "distro",
+    "cuda_toolkit_lib_subdirs": ["lib"],
+    "cuda_toolkit_versions": [{"version": "14", "packages": ["llvm-14-runtime", "libclang1-14"],
+                               "package_version": "1:14.0.6-12", "prefix": "/usr/lib/llvm-14"}],
+    "dcgm_exporter_hostengine_install": "none",
+    "dcgm_exporter_require_binary": False,
+    "gpu_operator_render_only": True,
+}
+
+
+def ensure_image() -> str:
+    """The molecule base image tag (built when missing)."""
+    return subprocess.run([str(ROOT / "scripts/ensure-image.sh")], check=True, capture_output=True,
+                          text=True).stdout.strip()
+
+
+def plan(stack: str) -> Path:
+    subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json"], cwd=ROOT, check=True, capture_output=True)
+    return ROOT / "inventories" / stack
+
+
+def planned_hosts(inventory_dir: Path, groups: tuple[str, ...]) -> list[str]:
+    data = yaml.safe_load((inventory_dir / "hosts.yml").read_text())
+    children = data["all"]["children"]
+    return sorted({h for g in groups for h in (children.get(g) or {}).get("hosts") or {}})
+
+
+def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(["docker", *args], check=check, capture_output=True, text=True)
+
+
+class LabPod:
+    def __init__(self, stack: str = "lab", groups: tuple[str, ...] = ("gpu_nodes",), tag: str = "e2e"):
+        self.stack = stack
+        self.groups = groups
+        self.session = f"superpod-{tag}-{os.getpid()}"
+        self.inventory_dir = plan(stack)
+        self.hosts = planned_hosts(self.inventory_dir, groups)
+        self.containers = {h: f"{self.session}-{h}" for h in self.hosts}
+
+    # ---- containers -------------------------------------------------------------------
+    def start(self, image: str) -> None:
+        """Same flags as the molecule scenarios: systemd as PID 1 with SYS_ADMIN and the cgroup mount."""
+        for host, name in self.containers.items():
+            docker("run", "-d", "--name", name, "--hostname", host, "--label", f"superpod-e2e={self.session}",
+                   "--cap-add", "SYS_ADMIN", "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+                   "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", image, "/sbin/init")
+        with ThreadPoolExecutor(len(self.containers)) as pool:
+            list(pool.map(self._wait_booted, self.containers.values()))
+
+    @staticmethod
+    def _wait_booted(name: str) -> None:
+        deadline = time.monotonic() + 120
+        state = ""
+        while time.monotonic() < deadline:
+            state = docker("exec", name, "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
+            if state in ("running", "degraded"):
+                return
+            time.sleep(1)
+        raise RuntimeError(f"{name}: systemd did not finish booting (state {state!r})")
+
+    def remove(self) -> None:
+        ids = docker("ps", "-aq", "--filter", f"label=superpod-e2e={self.session}", check=False).stdout.split()
+        if ids:
+            docker("rm", "-f", "-v", *ids, check=False)
+
+    def sh(self, host: str, script: str, check: bool = True) -> subprocess.CompletedProcess:
+        return docker("exec", self.containers[host], "sh", "-c", script, check=check)
+
+    # ---- inventory overlay ---------------------------------------------------------------
+    def write_overlay(self, path: Path) -> Path:
+        hosts = {h: {"ansible_connection": "community.docker.docker_api", "ansible_host": name, **CONTAINER_SWITCHES}
+                 for h, name in self.containers.items()}
+        path.write_text("# e2e overlay: planned hosts -> containers\n" + yaml.safe_dump({"all": {"hosts": hosts}}))
+        return path
+
+
+def superpod(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+    env = os.environ | {"NO_COLOR": "1", "COLUMNS": "200"}
+    return subprocess.run([*SUPERPOD, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
+
+
+def last_run(runs_dir: Path, stack: str, kind: str) -> Path:
+    return sorted((runs_dir / stack).glob(f"*-{kind}"))[-1]
+
+
+def drift_json(proc: subprocess.CompletedProcess) -> dict:
+    try:
+        return json.loads(proc.stdout)
+    except json.JSONDecodeError as e:
+        raise AssertionError(f"no JSON from drift (rc={proc.returncode}):\n{proc.stdout}\n{proc.stderr}") from e
