@@ -17,6 +17,12 @@ run_bg() { # name, command...
 
 # Container work is slow and mostly waits on I/O: start it first so it overlaps pytest.
 [[ -x scripts/molecule.sh ]] && run_bg molecule scripts/molecule.sh
+# End-to-end (superpod apply/drift on the lab pod's containers): its own job, started once
+# molecule.sh has the base image (building it twice at once would race), overlapping molecule.
+if [[ -x scripts/molecule.sh && -d tests/e2e ]]; then
+  run_bg e2e bash -c 'for _ in $(seq 900); do scripts/ensure-image.sh --no-build >/dev/null 2>&1 && break; sleep 2; done
+    pytest -q -p no:cacheprovider -m e2e tests/e2e'
+fi
 
 echo "== lint"
 ruff check .
@@ -27,7 +33,7 @@ if compgen -G "roles/*/tasks" >/dev/null; then
 fi
 
 echo "== pytest"
-pytest -q -n 2 -p no:cacheprovider tests
+pytest -q -n 2 -p no:cacheprovider -m "not e2e" tests  # the e2e runs as its own job above
 # Each agent package is its own pytest run: its tests/ package would clash with ours.
 for agent_tests in agents/*/tests; do
   echo "== pytest $agent_tests"
