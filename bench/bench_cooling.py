@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
 """Poll-cycle benchmark of the cooling agent: 500 SNMP PDUs + 50 Redfish CDUs on loopback.
 
-Simulators: snmpsim responders serving the agent's test recordings (Raritan, APC,
-ServerTech; many agent targets share a few responders) and a Redfish server process
+Simulators: SNMP responder processes serving the agent's test recordings (Raritan, APC,
+ServerTech; many agent targets share a few responders) -- by default the fast recording
+responder (cooling_agent.sim.RecordingResponder, checked against snmpsim in
+tests/test_sim.py), with --snmp-sim snmpsim the snmpsim command responder, which costs
+~9 ms CPU per GET -- and a Redfish server process
 serving the DMTF CoolingUnit mockup.  All traffic goes to 127.0.0.1.
 
     .venv/bin/python bench/bench_cooling.py [--pdus 500] [--cdus 50] [--cycles 3]
@@ -51,6 +54,27 @@ def _cpu_seconds(pids: list[int]) -> float:
     return total
 
 
+class _Responder:
+    """An SNMP simulator process: pid, port, stop()."""
+
+    def __init__(self, kind: str):
+        if kind == "snmpsim":
+            self._sim = sim.SnmpSim(SNMP_DATA).start()
+            self.pid, self.port, self.stop = self._sim.proc.pid, self._sim.port, self._sim.stop
+        else:
+            q = mp.get_context("spawn").Queue()
+            self._proc = mp.get_context("spawn").Process(target=sim.serve_recordings, args=(str(SNMP_DATA), q),
+                                                         daemon=True)
+            self._proc.start()
+            self.port = q.get(timeout=60)
+            self.pid = self._proc.pid
+            self.stop = self._proc.terminate
+
+
+def _start_snmp(args) -> list[_Responder]:
+    return [_Responder(args.snmp_sim) for _ in range(args.responders)]
+
+
 def _redfish_server(root: str, n_ports: int, q: mp.Queue) -> None:
     """One process serving the CoolingUnit mockup on one port per CDU: each CDU is its own
     device (own HTTP connection pool in the agent), as on a real management network."""
@@ -68,13 +92,13 @@ def _redfish_server(root: str, n_ports: int, q: mp.Queue) -> None:
 
 
 async def run(args) -> int:
-    responders = [sim.SnmpSim(SNMP_DATA).start() for _ in range(args.responders)]
+    responders = _start_snmp(args)
     q: mp.Queue = mp.get_context("spawn").Queue()
     rf = mp.get_context("spawn").Process(
         target=_redfish_server, args=(str(MOCKUPS / "public-cooling-unit"), max(1, args.cdus), q), daemon=True)
     rf.start()
     rf_ports = q.get(timeout=60)
-    snmp_pids, rf_pids = [r.proc.pid for r in responders], [rf.pid]
+    snmp_pids, rf_pids = [r.pid for r in responders], [rf.pid]
     try:
         pdus = [{"name": f"pdu-{i:03d}", "rack": f"rack-{i // 2:03d}", "row": "a", "su": f"su{i // 64:02d}",
                  "feed": "AB"[i % 2], "address": sim.LOOPBACK, "port": responders[i % len(responders)].port,
@@ -86,7 +110,7 @@ async def run(args) -> int:
                                          "pdus": pdus, "cdus": cdus})
         creds = CredentialStore(environ={f"SUPERPOD_COOLING_{p.upper()}_COMMUNITY": p for p in PROFILES})
         agent = Agent(cfg, creds)
-        print(f"targets: {args.pdus} SNMP PDUs on {args.responders} snmpsim responder(s), "
+        print(f"targets: {args.pdus} SNMP PDUs on {args.responders} {args.snmp_sim} responder process(es), "
               f"{args.cdus} Redfish CDUs; per-target timeout {args.timeout}s")
         cycles = []
         try:
@@ -102,7 +126,7 @@ async def run(args) -> int:
                 ok = sum(1 for v in oks.values() if v)
                 label = "first (discovery)" if n == 0 else f"steady {n}"
                 p50, p95 = durs[len(durs) // 2] * 1000, durs[int(len(durs) * 0.95)] * 1000
-                print(f"cycle {label:18s} wall {wall:6.2f} s  cpu: agent {cpu:5.2f} s, snmpsim {snmp_cpu:5.2f} s, "
+                print(f"cycle {label:18s} wall {wall:6.2f} s  cpu: agent {cpu:5.2f} s, snmp sim {snmp_cpu:5.2f} s, "
                       f"redfish {rf_cpu:5.2f} s  "
                       f"targets ok {ok}/{len(oks)}  per-target p50 {p50:5.0f} ms  p95 {p95:5.0f} ms")
                 if n:
@@ -127,7 +151,9 @@ def main() -> int:
     ap.add_argument("--pdus", type=int, default=500)
     ap.add_argument("--cdus", type=int, default=50)
     ap.add_argument("--cycles", type=int, default=3)
-    ap.add_argument("--responders", type=int, default=2)
+    ap.add_argument("--responders", type=int, default=2, help="SNMP simulator processes")
+    ap.add_argument("--snmp-sim", choices=["recording", "snmpsim"], default="recording",
+                    help="SNMP simulator: the fast recording responder or snmpsim")
     ap.add_argument("--timeout", type=float, default=30.0,
                     help="per-target timeout; generous so a loaded machine shows as time, not as failures")
     ap.add_argument("--concurrency", type=int, default=64, help="agent max_concurrency (polls in flight)")

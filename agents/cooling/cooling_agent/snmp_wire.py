@@ -91,6 +91,15 @@ def encode_request(version: str, community: bytes, pdu_type: int, request_id: in
     return _tlv(0x30, _int(VERSIONS[version]) + _tlv(0x04, community) + pdu)
 
 
+def encode_response(version: int, community: bytes, request_id: int, error_status: int, error_index: int,
+                    varbinds: list[tuple[tuple[int, ...], int, bytes]]) -> bytes:
+    """A Response-PDU message; each varbind is (oid, value tag, value contents).  Used by the
+    loopback responder in sim.py."""
+    vbl = _tlv(0x30, b"".join(_tlv(0x30, encode_oid(o) + _tlv(tag, body)) for o, tag, body in varbinds))
+    pdu = _tlv(RESPONSE, _int(request_id) + _int(error_status) + _int(error_index) + vbl)
+    return _tlv(0x30, _int(version) + _tlv(0x04, community) + pdu)
+
+
 # -- decoding ------------------------------------------------------------------------------
 def _header(data: bytes, pos: int, end: int) -> tuple[int, int, int]:
     """(tag, start of contents, end of contents) of the TLV at pos."""
@@ -168,6 +177,12 @@ class Response:
 
 
 def decode_response(data: bytes) -> Response:
+    return decode_message(data, (RESPONSE,))[1]
+
+
+def decode_message(data: bytes, pdu_types=(GET, GETNEXT, RESPONSE, GETBULK)) -> tuple[int, Response]:
+    """(PDU type, contents) of a v1/v2c message; for GETBULK, error_status and error_index
+    hold non-repeaters and max-repetitions (same positions in the PDU)."""
     end = len(data)
     start, stop = _expect(data, 0, end, 0x30)
     version, pos = _get_int(data, start, stop)
@@ -175,7 +190,9 @@ def decode_response(data: bytes) -> Response:
         raise WireError(f"not an SNMPv1/v2c message (version {version})")
     c0, pos = _expect(data, pos, stop, 0x04)
     community = bytes(data[c0:pos])
-    p0, pdu_end = _expect(data, pos, stop, RESPONSE)
+    pdu_type, p0, pdu_end = _header(data, pos, stop)
+    if pdu_type not in pdu_types:
+        raise WireError(f"unexpected PDU type 0x{pdu_type:02x}")
     request_id, pos = _get_int(data, p0, pdu_end)
     error_status, pos = _get_int(data, pos, pdu_end)
     error_index, pos = _get_int(data, pos, pdu_end)
@@ -189,4 +206,4 @@ def decode_response(data: bytes) -> Response:
             raise WireError("trailing bytes in VarBind")
         varbinds.append((decode_oid(data[o0:o1]), _value(tag, data[v0:v1])))
         pos = vb_end
-    return Response(version, community, request_id, error_status, error_index, varbinds)
+    return pdu_type, Response(version, community, request_id, error_status, error_index, varbinds)
