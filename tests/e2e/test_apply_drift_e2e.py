@@ -1,0 +1,190 @@
+"""End-to-end: the lab pod's GPU nodes on Debian 12 systemd containers, driven by `superpod
+apply` / `superpod drift` exactly as a user runs them, through an inventory overlay (the
+generated inventory is not touched).
+
+Scope: the `gpu_nodes` play (the 4 planned GPU nodes) with whatever roles site.yml enables;
+the management node (cooling_monitor) is left out with `--limit gpu_nodes` (it would need its
+agent's PyPI install and PDU/CDU endpoints in a container; the agent has its own tests).
+
+The steps share one pod and run in order (pytest -x): first apply, no-op apply (changed=0),
+hand-made drift on two nodes -> drift names exactly those hosts and tasks and exits 1,
+--fix restores them, drift exits 0; then a node killed in the middle of an apply: the others
+finish and the report names it. Timings go to build/e2e-timings.json.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.labpod import ROOT, SUPERPOD, LabPod, docker, drift_json, ensure_image, last_run, superpod
+from topology.operate.events import host_tallies, load_events
+
+pytestmark = pytest.mark.e2e
+
+LIMIT = "gpu_nodes"
+TIMINGS: dict[str, float] = {}
+
+# Hand-made drift: (what is done in the container, the (role, task) drift must report).
+DRIFT = {
+    "su01-node02": [
+        ("sed -i 's/= 0/= 1/' /etc/sysctl.d/60-superpod-host-tuning.conf",  # a sysctl changed while debugging
+         ("host_tuning", "Persist the tuning sysctls")),
+        ("rm /etc/security/limits.d/90-superpod-memlock.conf",  # a deleted config file
+         ("hugepages", "Set the PAM locked-memory limits")),
+    ],
+    "su01-node03": [
+        ("systemctl disable --quiet superpod-cpu-governor.service",  # a unit disabled by hand
+         ("host_tuning", "Enable the governor unit at boot")),
+        ("sed -i 's/iommu=pt/iommu=pt debug/' /etc/default/grub.d/60-superpod-host-tuning.cfg",  # kernel cmdline file
+         ("host_tuning", "Write the kernel command line drop-in")),
+    ],
+}
+# Tasks that follow from a drifted kernel command line file: the effective command line (all
+# grub.d drop-ins together) differs from the one each role last handed to the bootloader, so
+# both roles would regenerate it. (Their handlers run the update command: skipped in check mode.)
+CMDLINE_CONSEQUENCES = {
+    ("host_tuning", "Regenerate the bootloader config when the effective command line changed"),
+    ("hugepages", "Regenerate the bootloader config when the effective command line changed"),
+}
+
+
+@pytest.fixture(scope="module")
+def pod(tmp_path_factory):
+    image = ensure_image()
+    lab = LabPod(groups=(LIMIT,), tag="e2e")
+    try:
+        lab.start(image)
+        lab.overlay = lab.write_overlay(tmp_path_factory.mktemp("overlay") / "containers.yml")
+        lab.runs_dir = tmp_path_factory.mktemp("runs")
+        yield lab
+    finally:
+        lab.remove()
+        out = ROOT / "build" / "e2e-timings.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(TIMINGS, indent=1) + "\n")
+
+
+def run(pod: LabPod, command: str, *extra: str) -> subprocess.CompletedProcess:
+    return superpod(command, "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
+                    "--limit", LIMIT, "--no-progress", *extra)
+
+
+def timed(name: str, pod: LabPod, command: str, *extra: str) -> subprocess.CompletedProcess:
+    t0 = time.monotonic()
+    proc = run(pod, command, *extra)
+    TIMINGS[name] = round(time.monotonic() - t0, 1)
+    return proc
+
+
+def tallies_of(pod: LabPod, kind: str):
+    return host_tallies(load_events(last_run(pod.runs_dir, pod.stack, kind) / "artifacts/run/job_events"))
+
+
+def test_first_apply_converges_every_node(pod):
+    proc = timed("first_apply_s", pod, "apply")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tallies = tallies_of(pod, "apply")
+    assert sorted(tallies) == pod.hosts
+    assert all(t.failed == 0 and t.unreachable == 0 and t.changed > 0 for t in tallies.values()), tallies
+
+
+def test_second_apply_changes_nothing(pod):
+    proc = timed("noop_apply_s", pod, "apply")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    tallies = tallies_of(pod, "apply")
+    assert sorted(tallies) == pod.hosts
+    assert {h: t.changed for h, t in tallies.items()} == dict.fromkeys(pod.hosts, 0), proc.stdout
+    assert f"{len(pod.hosts)} hosts: " in proc.stdout and " changed=0 failed=0 unreachable=0" in proc.stdout
+
+
+def test_fresh_node_shows_no_drift(pod):
+    proc = timed("drift_check_clean_s", pod, "drift", "--json")
+    report = drift_json(proc)
+    assert proc.returncode == 0, json.dumps(report, indent=1)
+    assert report["drifted_hosts"] == [] and report["problem_hosts"] == []
+    assert {h: v["status"] for h, v in report["hosts"].items()} == dict.fromkeys(pod.hosts, "clean")
+
+
+def test_drift_names_exactly_the_changed_hosts_and_tasks(pod):
+    for host, changes in DRIFT.items():
+        for script, _ in changes:
+            pod.sh(host, script)
+    proc = timed("drift_check_s", pod, "drift", "--json")
+    report = drift_json(proc)
+    assert proc.returncode == 1, json.dumps(report, indent=1)
+    assert report["drifted_hosts"] == sorted(DRIFT)
+    for host in pod.hosts:
+        reported = {(c["role"], c["task"]) for c in report["hosts"][host]["changes"]}
+        expected = {task for _, task in DRIFT.get(host, [])}
+        if host == "su01-node03":
+            expected |= CMDLINE_CONSEQUENCES
+        assert reported == expected, f"{host}: reported {sorted(reported)}"
+    # diffs a person can act on: the sysctl line and the kernel parameter
+    node02 = {c["task"]: c["diff"] for c in report["hosts"]["su01-node02"]["changes"]}
+    assert "-kernel.numa_balancing = 1" in node02["Persist the tuning sysctls"]
+    assert "+kernel.numa_balancing = 0" in node02["Persist the tuning sysctls"]
+    node03 = {c["task"]: c["diff"] for c in report["hosts"]["su01-node03"]["changes"]}
+    assert "iommu=pt debug" in node03["Write the kernel command line drop-in"]
+    assert report["fix"] == {"limit": sorted(DRIFT), "tags": ["host_tuning", "hugepages"]}
+
+
+def test_drift_fix_restores_then_drift_is_clean(pod):
+    fix = timed("drift_fix_s", pod, "drift", "--fix")
+    assert fix.returncode == 0, fix.stdout + fix.stderr
+    fixed = tallies_of(pod, "fix")
+    assert sorted(fixed) == sorted(DRIFT)  # only the drifted hosts were touched
+    assert pod.sh("su01-node03", "systemctl is-enabled superpod-cpu-governor.service").stdout.strip() == "enabled"
+    assert "kernel.numa_balancing = 0" in pod.sh("su01-node02", "cat /etc/sysctl.d/60-superpod-host-tuning.conf").stdout
+    pod.sh("su01-node02", "test -s /etc/security/limits.d/90-superpod-memlock.conf")
+    proc = run(pod, "drift", "--json")
+    report = drift_json(proc)
+    assert proc.returncode == 0, json.dumps(report, indent=1)
+    assert report["drifted_hosts"] == []
+
+
+def test_node_lost_mid_run_does_not_stop_the_others(pod):
+    victim = pod.hosts[-1]
+    cmd = [*SUPERPOD, "apply", "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
+           "--limit", LIMIT, "--no-progress", "--fresh-facts"]
+    before = set((pod.runs_dir / pod.stack).glob("*-apply"))
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**__import__("os").environ, "COLUMNS": "200", "NO_COLOR": "1"})
+    try:
+        _wait_for_role_task_on(victim, pod, before)
+        docker("kill", pod.containers[victim])
+        out, _ = proc.communicate(timeout=1800)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 1, out
+    tallies = tallies_of(pod, "apply")
+    assert tallies[victim].unreachable + tallies[victim].failed > 0, out
+    for host in pod.hosts[:-1]:  # the others ran to the end, clean
+        assert tallies[host].failed == 0 and tallies[host].unreachable == 0 and tallies[host].ok > 0, out
+    assert victim in out and "unreachable" in out
+    retry = last_run(pod.runs_dir, pod.stack, "apply") / "retry.txt"
+    assert retry.read_text().split() == [victim]
+    assert f"--limit @{retry}" in out.replace("\n", "")
+
+
+def _wait_for_role_task_on(host: str, pod: LabPod, before: set[Path], timeout: float = 900) -> None:
+    """Until the run has finished a role task on `host` (facts gathered, roles under way)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        runs = set((pod.runs_dir / pod.stack).glob("*-apply")) - before
+        for run_dir in runs:
+            for f in (run_dir / "artifacts/run/job_events").glob("*.json"):
+                try:
+                    event = json.loads(f.read_text())
+                except (json.JSONDecodeError, OSError):
+                    continue
+                data = event.get("event_data") or {}
+                if event.get("event") == "runner_on_ok" and data.get("host") == host and data.get("role"):
+                    return
+        time.sleep(0.5)
+    raise AssertionError(f"no role task finished on {host} within {timeout}s")
