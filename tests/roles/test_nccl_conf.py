@@ -96,3 +96,16 @@ def test_bad_input_fails_naming_the_variable(results, case):
     assert case in failures, f"{case} was accepted"
     assert CASES[case][1] in failures[case]
     assert not (tmp / f"{case}.conf").exists()
+
+
+def test_defaults_are_declared_and_families_agree():
+    base = ROOT / "roles/nccl"
+    defaults = yaml.safe_load((base / "defaults/main.yml").read_text())
+    options = yaml.safe_load((base / "meta/argument_specs.yml").read_text())["argument_specs"]["main"]["options"]
+    assert all(k.startswith("nccl_") for k in defaults)
+    assert not sorted(set(defaults) - set(options)), "defaults missing from argument_specs"
+    families = {f: yaml.safe_load((base / f"vars/{f}.yml").read_text())
+                for f in ("Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9")}
+    assert len({frozenset(v) for v in families.values()}) == 1, "families declare different keys"
+    # RHEL names its packages differently: the family files are not copies
+    assert families["Debian"]["nccl_family_build_packages"] != families["RedHat-9"]["nccl_family_build_packages"]
