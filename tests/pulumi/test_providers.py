@@ -12,7 +12,7 @@ from tests.pulumi.harness import stack_pod
 from topology.pulumi.ansible_run import AnsibleRunProvider, tree_digest
 from topology.pulumi.artifacts import GENERATED, PROVIDER_VERSION, SEED, ArtifactProvider, render_files
 from topology.pulumi.files import sha256_text
-from topology.pulumi.vault import VaultFileProvider, fingerprint
+from topology.pulumi.vault import VaultFileProvider, fingerprint, vault_text
 from topology.render.inventory import OVERRIDES_SEED
 
 POD = stack_pod("lab")
@@ -171,12 +171,16 @@ def test_roles_digest_follows_role_files_not_their_tests(tmp_path):
 
 def test_ansible_run_provider_runs_the_playbook_through_ansible_runner(tmp_path):
     role_tree(tmp_path)
-    (tmp_path / "inv").mkdir()
+    (tmp_path / "roles/demo/tasks/main.yml").write_text(
+        "---\n- name: The vault file decrypts with the password Pulumi handed over\n"
+        "  ansible.builtin.assert:\n    that: vault_bmc_password == 's3cr3t'\n")
+    (tmp_path / "inv/group_vars/all").mkdir(parents=True)
+    (tmp_path / "inv/group_vars/all/vault.yml").write_text(vault_text("lab", "admin", "s3cr3t", "vault-pw"))
     (tmp_path / "inv/hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
     props = {"root": str(tmp_path), "playbook": "site.yml", "inventory": "inv", "inventory_digest": "a",
-             "roles_digest": "b", "version": "1", "vault_password": None}
+             "roles_digest": "b", "version": "1", "vault_password": "vault-pw"}
     p = AnsibleRunProvider()
     outs = p.create(props).outs
     assert outs["status"] == "successful" and outs["rc"] == 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -61,7 +62,7 @@ def run_playbook(props: dict[str, Any]) -> dict[str, Any]:
             project_dir=str(root),
             playbook=str(root / props["playbook"]),
             inventory=str(root / props["inventory"]),
-            cmdline=" ".join(cmdline) or None,
+            cmdline=shlex.join(cmdline) or None,
             envvars={"PATH": search_path()},
             quiet=True,
         )

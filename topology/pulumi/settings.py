@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 import pulumi
 from pulumi.runtime import get_config, get_config_secret_keys_env, is_config_secret
@@ -31,7 +32,7 @@ class Settings:
     playbook: Path
 
 
-def _fail(field: str, rule: str) -> None:
+def _fail(field: str, rule: str) -> NoReturn:
     raise pulumi.RunError(f"{NS}:{field}: {rule}")
 
 
