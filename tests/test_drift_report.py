@@ -53,6 +53,10 @@ def test_diffs_show_what_changed(report):
     limits = diffs[("su01-node02", "Set the PAM locked-memory limits")]
     assert "@@ -0,0 +1," in limits  # the deleted file would be written whole
     assert "iommu=pt debug" in diffs[("su01-node03", "Write the kernel command line drop-in")]
+    # a debug task that says what would change carries its message instead of a diff
+    (note,) = [c.note for c in report.changes if c.host == "su01-node03" and c.role == "host_tuning"
+               and c.task.startswith("Regenerate the bootloader config")]
+    assert note.startswith("kernel command line changes from") and "iommu=pt debug" in note
 
 
 def test_fix_targets_only_drifted_hosts_and_roles(report):
@@ -84,7 +88,7 @@ def test_json_report_for_machines(report):
         "su01-node01": "clean", "su01-node02": "drift", "su01-node03": "drift", "su01-node04": "clean"}
     assert data["hosts"]["su01-node02"]["recap"]["changed"] == 2
     change = data["hosts"]["su01-node02"]["changes"][0]
-    assert set(change) == {"role", "task", "action", "handler", "path", "diff", "hidden"}
+    assert set(change) == {"role", "task", "action", "handler", "path", "diff", "hidden", "note"}
     assert data["fix"] == {"limit": ["su01-node02", "su01-node03"], "tags": ["host_tuning", "hugepages"]}
 
 

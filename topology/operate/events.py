@@ -62,6 +62,7 @@ class TaskChange:
     path: str
     diff: str
     hidden: bool  # no_log: Ansible censored the result, so no diff can be shown
+    note: str = ""  # the module's message when it gives no diff (e.g. what a debug task says would change)
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -152,6 +153,13 @@ def _result_diff(res: dict) -> str:
     return text
 
 
+def _note(res: dict) -> str:
+    msg = res.get("msg")
+    if not msg or res.get("diff"):
+        return ""
+    return " ".join(msg.split()) if isinstance(msg, str) else json.dumps(msg)[:500]
+
+
 def changed_tasks(events: Iterable[dict]) -> list[TaskChange]:
     """Tasks reporting changed=true, in run order (a loop task counts once per host)."""
     handler_tasks: set[str] = set()
@@ -175,6 +183,7 @@ def changed_tasks(events: Iterable[dict]) -> list[TaskChange]:
             path=data.get("task_path", ""),
             diff="" if "censored" in res else _result_diff(res),
             hidden="censored" in res,
+            note="" if "censored" in res else _note(res),
         ))
     return out
 

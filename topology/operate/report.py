@@ -59,6 +59,8 @@ def print_drift(console: Console, report: DriftReport) -> None:
                 console.print("    (diff hidden: the task is no_log)")
             elif c.diff:
                 console.print(Syntax(trim_diff(c.diff), "diff", theme="ansi_dark", background_color="default"))
+            elif c.note:
+                console.print(f"    {escape(c.note)}", highlight=False)
     print_problems(console, report.problems)
     for e in report.errors:
         console.print(f"[bold red]error:[/] {escape(e)}", highlight=False)
