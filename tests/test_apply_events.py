@@ -143,3 +143,22 @@ def test_recorded_environment_keeps_no_secret_values(tmp_path):
     assert env["PATH"] == "/usr/bin" and env["ANSIBLE_CONFIG"] == "/repo/ansible.cfg"
     assert {env[k] for k in ("PULUMI_CONFIG_PASSPHRASE", "AWS_SECRET_ACCESS_KEY", "ANSIBLE_VAULT_PASSWORD", "MY_VAR")} \
         == {"<not recorded>"}
+
+
+def test_node_lost_mid_run_is_unreachable_and_the_others_finish():
+    """Recorded: `apply --tags hugepages` with su01-node04's container killed after its first
+    role task."""
+    events = load_events(RECORDED / "apply_node_lost.json")
+    tallies = host_tallies(events)
+    assert tallies["su01-node04"].status == "unreachable"
+    assert all(tallies[h].status == "ok" and tallies[h].ok > tallies["su01-node04"].ok for h in NODES[:3])
+    (problem,) = host_problems(events)
+    assert (problem.host, problem.kind, problem.role) == ("su01-node04", "unreachable", "hugepages")
+    assert "is not running" in problem.message
+
+
+def test_fix_run_touched_only_the_drifted_hosts():
+    """Recorded: the re-apply `superpod drift --fix` made for two drifted nodes."""
+    tallies = host_tallies(load_events(RECORDED / "fix_two_nodes.json"))
+    assert sorted(tallies) == ["su01-node02", "su01-node03"]
+    assert all(t.failed == 0 and t.unreachable == 0 and t.changed > 0 for t in tallies.values())
