@@ -156,14 +156,16 @@ TagsOpt = Annotated[Optional[str], typer.Option("--tags", "-t", help="ansible --
 RunsOpt = Annotated[Optional[Path], typer.Option("--runs-dir", help="where runs are kept (.runs/)")]  # noqa: UP045
 VaultOpt = Annotated[Optional[Path], typer.Option("--vault-password-file", help="ansible-vault password file")]  # noqa: UP045
 ForksOpt = Annotated[Optional[int], typer.Option("--forks", help="parallel hosts (default from ansible.cfg)")]  # noqa: UP045
+PlaybookOpt = Annotated[Optional[Path], typer.Option("--playbook", help="instead of <project-dir>/site.yml")]  # noqa: UP045
 ProgressOpt = Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="live progress (tty: on)")]  # noqa: UP045
 
 
-def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, fresh_facts=False):
+def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, playbook, fresh_facts=False):
     from topology.operate.runs import RunRequest
 
     return RunRequest(project_dir=project_dir, stack=stack, kind=kind, overlays=tuple(overlays or ()), limit=limit,
-                      tags=tags, runs_dir=runs_dir, vault_password_file=vault, forks=forks, fresh_facts=fresh_facts)
+                      tags=tags, runs_dir=runs_dir, vault_password_file=vault, forks=forks, fresh_facts=fresh_facts,
+                      playbook=playbook)
 
 
 def _operate(call) -> None:
@@ -188,6 +190,7 @@ def apply(
     vault_password_file: VaultOpt = None,
     forks: ForksOpt = None,
     fresh_facts: Annotated[bool, typer.Option("--fresh-facts", help="gather facts even when cached")] = False,
+    playbook: PlaybookOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
@@ -195,7 +198,7 @@ def apply(
     from topology.operate import commands
 
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
-                       "apply", fresh_facts)
+                       "apply", playbook, fresh_facts)
     _operate(lambda: commands.apply(req, console, progress))
 
 
@@ -211,6 +214,7 @@ def drift(
     forks: ForksOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="the report as JSON on stdout")] = False,
     fix: Annotated[bool, typer.Option("--fix", help="re-apply to the drifted hosts (drifted roles only)")] = False,
+    playbook: PlaybookOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Run site.yml in check+diff mode and report, per host, each task that would change and its
@@ -218,7 +222,7 @@ def drift(
     from topology.operate import commands
 
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
-                       "drift")
+                       "drift", playbook)
     _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress))
 
 

@@ -61,6 +61,9 @@ def pod(tmp_path_factory):
         lab.start(image)
         lab.overlay = lab.write_overlay(tmp_path_factory.mktemp("overlay") / "containers.yml")
         lab.runs_dir = tmp_path_factory.mktemp("runs")
+        # site.yml as it was when the test began: other work may enable roles while it runs
+        lab.playbook = tmp_path_factory.mktemp("playbook") / "site.yml"
+        lab.playbook.write_text((ROOT / "site.yml").read_text())
         yield lab
     finally:
         lab.remove()
@@ -71,7 +74,7 @@ def pod(tmp_path_factory):
 
 def run(pod: LabPod, command: str, *extra: str) -> subprocess.CompletedProcess:
     return superpod(command, "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
-                    "--limit", LIMIT, "--no-progress", *extra)
+                    "--limit", LIMIT, "--playbook", str(pod.playbook), "--no-progress", *extra)
 
 
 def timed(name: str, pod: LabPod, command: str, *extra: str) -> subprocess.CompletedProcess:
@@ -150,7 +153,7 @@ def test_drift_fix_restores_then_drift_is_clean(pod):
 def test_node_lost_mid_run_does_not_stop_the_others(pod):
     victim = pod.hosts[-1]
     cmd = [*SUPERPOD, "apply", "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
-           "--limit", LIMIT, "--no-progress", "--fresh-facts"]
+           "--limit", LIMIT, "--playbook", str(pod.playbook), "--no-progress", "--fresh-facts"]
     before = set((pod.runs_dir / pod.stack).glob("*-apply"))
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**__import__("os").environ, "COLUMNS": "200", "NO_COLOR": "1"})
