@@ -256,3 +256,52 @@ def test_parsers_read_real_tool_output():
     assert ns["parse_mlnx_qos"](out) == ("dscp", [0, 0, 0, 1, 0, 0, 0, 0])
     assert ns["parse_pairs"]("pfc-cap 8 macsec-bypass off delay 0\nprio-pfc 0:off 3:on\n", "prio-pfc") == \
         {"0": "off", "3": "on"}
+
+
+# ---------------------------------------------------------------- the role's apply tasks on that tree
+def play_apply(fake, *extra):
+    """roles/roce_qos/tasks/apply.yml on a local host whose sysfs is the fake tree; returns
+    {task name: result} of the one host."""
+    import os
+
+    import yaml
+
+    tmp = fake["tmp"]
+    (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": {"node": {
+        "ansible_connection": "local", "ansible_python_interpreter": sys.executable,
+        "superpod_fabric_kind": "roce", "rails": [dict(r, gpu=r["rail"]) for r in RAILS]}}}}))
+    (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False, "tasks": [
+        {"ansible.builtin.include_role": {"name": "roce_qos", "tasks_from": "apply.yml"}}]}]))
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    overrides = {"roce_qos_script": str(SCRIPT), "roce_qos_config_file": str(fake["cfg"]),
+                 "roce_qos_sysfs_root": str(fake["root"]), "roce_qos_python": sys.executable}
+    env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+               PATH=f"{fake['bin']}:{os.environ['PATH']}", FAKE_STATE=str(fake["state"]), FAKE_LOG=str(fake["log"]))
+    proc = subprocess.run([str(Path(sys.executable).parent / "ansible-playbook"), "-i", str(tmp / "inventory.yml"),
+                           "-e", json.dumps(overrides), *extra, str(tmp / "play.yml")],
+                          capture_output=True, text=True, env=env, check=False)
+    out = json.loads(proc.stdout)
+    return {t["task"]["name"].removeprefix("roce_qos : "): t["hosts"]["node"]
+            for p in out["plays"] for t in p["tasks"] if "node" in t["hosts"]}
+
+
+def test_role_applies_once_is_idempotent_and_shows_drift_under_check(fake):
+    install_tool(fake, "mlnx_qos", FAKE_MLNX_QOS)
+    ecn3 = "sys/class/net/enp24s0np0/ecn/roce_np/enable/3"
+
+    first = play_apply(fake)
+    assert first["Apply the QoS settings that differ"]["changed"] is True
+    assert not any(r.get("failed") for r in first.values())
+    assert sysfs(fake, ecn3) == "1"
+    assert sysfs(fake, "sys/kernel/config/rdma_cm/mlx5_3/ports/1/default_roce_tos") == "106"
+
+    second = play_apply(fake)
+    assert [n for n, r in second.items() if r.get("changed")] == []
+    assert second["Apply the QoS settings that differ"].get("skipped") is True
+
+    (fake["root"] / ecn3).write_text("0\n")  # someone turned ECN off: drift
+    check = play_apply(fake, "--check")
+    drift_task = "Show the settings that differ from the plan (check mode)"
+    assert [n for n, r in check.items() if r.get("changed")] == [drift_task]
+    assert check[drift_task]["msg"] == ["enp24s0np0 ecn roce_np prio 3: '0' -> '1'"]
+    assert sysfs(fake, ecn3) == "0"  # --check wrote nothing
