@@ -1,7 +1,7 @@
 """Times `superpod apply` and `superpod drift` on the lab pod's GPU nodes in containers:
 first apply (fresh nodes), no-op apply (converged), drift check (check+diff, fresh facts).
 
-    /work/tools/molslot .venv/bin/python bench/bench_apply.py [--repeat N]
+    .venv/bin/python bench/bench_apply.py [--repeat N]
 
 Needs dockerd and the molecule base image (built when missing). Each figure is wall time of
 the whole command, as a user sees it, with site.yml as it stands. Containers are removed at
