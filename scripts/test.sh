@@ -24,26 +24,33 @@ if [[ -x scripts/molecule.sh && -d tests/e2e ]]; then
     pytest -q -p no:cacheprovider -m e2e tests/e2e'
 fi
 
-echo "== lint"
-ruff check .
+# Every step runs even when an earlier one fails (one CI run shows every failure), and the
+# background jobs are always waited for: none is left running after this script.
+status=0
+step() { # name, command...
+  local name=$1; shift
+  echo "== $name"
+  "$@" || { echo "== $name: FAILED"; status=1; }
+}
+trap 'kill "${pids[@]}" 2>/dev/null' INT TERM
+
+step ruff ruff check .
 lint_targets=()
 for target in roles playbooks site.yml; do [[ -e $target ]] && lint_targets+=("$target"); done
 if compgen -G "roles/*/tasks" >/dev/null; then
-  ansible-lint --profile production --offline -q "${lint_targets[@]}"
+  step ansible-lint ansible-lint --profile production --offline -q "${lint_targets[@]}"
 fi
 
-echo "== pytest"
-pytest -q -n 2 -p no:cacheprovider -m "not e2e" tests  # the e2e runs as its own job above
+step pytest pytest -q -n 2 -p no:cacheprovider -m "not e2e" tests  # the e2e runs as its own job above
 # Each agent package is its own pytest run: its tests/ package would clash with ours.
 for agent_tests in agents/*/tests; do
-  echo "== pytest $agent_tests"
-  pytest -q -n 2 -p no:cacheprovider "$agent_tests"
+  step "pytest $agent_tests" pytest -q -n 2 -p no:cacheprovider "$agent_tests"
 done
 
-status=0
 for i in "${!pids[@]}"; do
   if wait "${pids[$i]}"; then echo "== ${names[$i]}: ok"; else
     echo "== ${names[$i]}: FAILED (last lines of $logdir/${names[$i]}.log)"; tail -n 80 "$logdir/${names[$i]}.log"; status=1
   fi
 done
+echo "== total: ${SECONDS}s"
 exit $status
