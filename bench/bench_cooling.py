@@ -37,7 +37,7 @@ from cooling_agent.config import AgentConfig  # noqa: E402
 from cooling_agent.credentials import CredentialStore  # noqa: E402
 
 SNMP_DATA = REPO / "agents" / "cooling" / "tests" / "data" / "snmp"
-MOCKUPS = REPO.parent / "shared" / "testdata" / "redfish"
+MOCKUPS = REPO / "testdata" / "redfish"
 PROFILES = ("raritan", "apc", "servertech")
 TARGET_S = 5.0
 

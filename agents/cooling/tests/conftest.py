@@ -24,15 +24,14 @@ MODBUS_REGS = [255, 355, 420, 345, 180, 280, 600, 0, 0, 2531, 385, 0, 0, 2, 0, 0
 
 
 def redfish_root() -> Path:
-    """The DMTF mockups live in the shared tree beside the clone: <clone>/../shared."""
-    return REPO.parent / "shared" / "testdata" / "redfish"
+    """DMTF's Redfish mockups, kept in the repository (testdata/redfish)."""
+    return REPO / "testdata" / "redfish"
 
 
 @pytest.fixture(scope="session")
 def mockups() -> Path:
     root = redfish_root()
-    if not (root / "public-cooling-unit").is_dir():
-        pytest.skip(f"DMTF Redfish mockups not found at {root}")
+    assert (root / "public-cooling-unit").is_dir(), f"DMTF Redfish mockups missing at {root}"
     return root
 
 
