@@ -71,6 +71,7 @@ class LabPod:
     # ---- containers -------------------------------------------------------------------
     def start(self, image: str) -> None:
         """Same flags as the molecule scenarios: systemd as PID 1 with SYS_ADMIN and the cgroup mount."""
+        self.remove_orphans()
         for host, name in self.containers.items():
             docker("run", "-d", "--name", name, "--hostname", host, "--label", f"superpod-e2e={self.session}",
                    "--cap-add", "SYS_ADMIN", "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
@@ -88,6 +89,16 @@ class LabPod:
                 return
             time.sleep(1)
         raise RuntimeError(f"{name}: systemd did not finish booting (state {state!r})")
+
+    @staticmethod
+    def remove_orphans() -> None:
+        """Containers of runs whose process is gone (a killed test or bench) would pile up."""
+        listing = docker("ps", "-a", "--filter", "label=superpod-e2e", "--format",
+                         '{{.ID}} {{.Label "superpod-e2e"}}', check=False).stdout.split("\n")
+        orphans = [cid for cid, _, session in (line.partition(" ") for line in listing if line)
+                   if not Path(f"/proc/{session.rsplit('-', 1)[-1]}").exists()]
+        if orphans:
+            docker("rm", "-f", "-v", *orphans, check=False)
 
     def remove(self) -> None:
         ids = docker("ps", "-aq", "--filter", f"label=superpod-e2e={self.session}", check=False).stdout.split()
