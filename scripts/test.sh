@@ -25,14 +25,15 @@ if [[ -x scripts/molecule.sh && -d tests/e2e ]]; then
 fi
 
 # Every step runs even when an earlier one fails (one CI run shows every failure), and the
-# background jobs are always waited for: none is left running after this script.
+# background jobs are always waited for. Interrupted, it signals them and their children and
+# stops (containers a killed scenario started stay: scripts/molecule.sh destroys them next run).
 status=0
 step() { # name, command...
   local name=$1; shift
   echo "== $name"
   "$@" || { echo "== $name: FAILED"; status=1; }
 }
-trap 'kill "${pids[@]}" 2>/dev/null' INT TERM
+trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null; exit 130' INT TERM
 
 step ruff ruff check .
 lint_targets=()

@@ -5,12 +5,17 @@ from __future__ import annotations
 import pytest
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
+from ansible.plugins.loader import init_plugin_loader
 from ansible.vars.manager import VariableManager
 
 from tests.conftest import ROOT, STACKS, stack_layout
 from topology.render.artifacts import render_artifacts
 from topology.render.files import write_all
 from topology.render.inventory import GpuNodeVars
+
+# What ansible-playbook does at start: without it the API cannot resolve the
+# ansible.builtin.* inventory plugin names of ansible.cfg.
+init_plugin_loader()
 
 
 def write_inventory(name, tmp_path):

@@ -6,23 +6,18 @@ agree, and the dcgm-exporter metric list renders in the exporter's CSV format.""
 import importlib.util
 import itertools
 import json
-from pathlib import Path
 
 import jinja2
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.role_files import FAMILIES, ROOT, load
+
 GPU_OP = ROOT / "roles/gpu_operator"
-FAMILIES = ["Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9"]
 
 _spec = importlib.util.spec_from_file_location("superpod_k8s", GPU_OP / "filter_plugins/superpod_k8s.py")
 filters = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(filters)
-
-
-def load(path: Path):
-    return yaml.safe_load(path.read_text()) or {}
 
 
 def render(template: str, variables: dict) -> str:
@@ -105,22 +100,6 @@ def test_nic_cluster_policy_carries_the_plugin_config_as_json():
     assert doc["kind"] == "NicClusterPolicy" and json.loads(doc["spec"]["rdmaSharedDevicePlugin"]["config"]) == cfg
 
 
-@pytest.mark.parametrize("role", ["gpu_operator", "dcgm_exporter"])
-def test_defaults_are_declared_and_prefixed(role):
-    d = defaults(role)
-    options = load(ROOT / "roles" / role / "meta/argument_specs.yml")["argument_specs"]["main"]["options"]
-    assert all(k.startswith(role + "_") for k in d)
-    assert not set(d) - set(options), set(d) - set(options)
-    for key, value in d.items():
-        if "default" in options[key]:
-            assert options[key]["default"] == value, key
-
-
-@pytest.mark.parametrize("role", ["gpu_operator", "dcgm_exporter"])
-def test_families_declare_the_same_keys(role):
-    data = {fam: load(ROOT / "roles" / role / f"vars/{fam}.yml") for fam in FAMILIES}
-    assert all(set(v) == set(data["Debian"]) for v in data.values()), {k: set(v) for k, v in data.items()}
-    assert all(k.startswith(f"{role}_family_") for k in data["Debian"])
 
 
 def test_dcgm_repositories_differ_per_family():

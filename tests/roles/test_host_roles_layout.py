@@ -2,18 +2,19 @@
 keeps (test_role_conventions.py): the kernel command line / bootloader differences between
 families are real, not copies, and the BIOS vendor maps cover the documented vendors."""
 
-from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.role_files import FAMILIES, ROOT, load
+
 ROLES = ["hugepages", "host_tuning"]
-FAMILIES = ["Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9"]
 
 
-def load(path: Path):
-    return yaml.safe_load(path.read_text()) or {}
+@pytest.mark.parametrize("role", ROLES)
+def test_bootloader_roles_have_handlers_and_templates(role):
+    base = ROOT / "roles" / role
+    assert (base / "handlers/main.yml").is_file(), f"{role}: missing handlers/main.yml"
+    assert list((base / "templates").iterdir()), f"{role}: no templates"
 
 
 @pytest.mark.parametrize("role", ROLES)

@@ -3,36 +3,18 @@ and prefixed, the OS family files declare the same keys with real per-family dif
 every family offers all four kernel module kinds, and the modprobe template writes the
 options under the module name each family really loads."""
 
-from pathlib import Path
 
 import jinja2
 import pytest
-import yaml
 
-ROLE = Path(__file__).resolve().parents[2] / "roles" / "nvidia_driver"
-FAMILIES = ["Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9"]
+from tests.role_files import FAMILIES, ROOT, load
+
+ROLE = ROOT / "roles" / "nvidia_driver"
 KINDS = {"proprietary", "open", "proprietary-signed", "open-signed"}
-
-
-def load(path: Path):
-    return yaml.safe_load(path.read_text()) or {}
 
 
 def family(name: str) -> dict:
     return load(ROLE / "vars" / f"{name}.yml")
-
-
-def test_defaults_are_declared_and_prefixed():
-    defaults = load(ROLE / "defaults/main.yml")
-    options = load(ROLE / "meta/argument_specs.yml")["argument_specs"]["main"]["options"]
-    assert all(k.startswith("nvidia_driver_") for k in defaults)
-    assert not sorted(set(defaults) - set(options))
-
-
-def test_families_declare_the_same_keys():
-    keys = {f: set(family(f)) for f in FAMILIES}
-    assert all(k == keys["Debian"] for k in keys.values()), keys
-    assert all(k.startswith("nvidia_driver_family_") for k in keys["Debian"])
 
 
 @pytest.mark.parametrize("name", FAMILIES)

@@ -1,19 +1,14 @@
 """Conventions every role keeps (users rely on them across roles): the standard layout with a
 molecule scenario and a verify, every default prefixed with the role name and declared in
-meta/argument_specs.yml, and one vars file per declared OS family, all with the same keys."""
+meta/argument_specs.yml with the same default, and one vars file per declared OS family, all with
+the same `<role>_family_` keys."""
 
-from pathlib import Path
 
 import pytest
-import yaml
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.role_files import FAMILIES, ROOT, load
+
 ROLES = sorted(p.name for p in (ROOT / "roles").iterdir() if (p / "tasks/main.yml").is_file())
-FAMILIES = ["Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9"]
-
-
-def load(path: Path):
-    return yaml.safe_load(path.read_text()) or {}
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -32,6 +27,9 @@ def test_defaults_are_declared_and_prefixed(role):
     assert all(k.startswith(role + "_") for k in defaults), "defaults must carry the role prefix"
     missing = sorted(set(defaults) - set(options))
     assert not missing, f"{role}: defaults not in argument_specs: {missing}"
+    # ansible-doc and the argument check show the spec's default: it must be the one the role uses
+    stale = sorted(k for k, v in defaults.items() if "default" in options[k] and options[k]["default"] != v)
+    assert not stale, f"{role}: argument_specs defaults differ from defaults/main.yml: {stale}"
 
 
 @pytest.mark.parametrize("role", ROLES)
@@ -43,3 +41,4 @@ def test_families_declare_the_same_keys(role):
     assert present == FAMILIES, f"{role}: family files {present}, want {FAMILIES}"
     keys = {f: set(load(base / f"{f}.yml")) for f in FAMILIES}
     assert all(k == keys["Debian"] for k in keys.values()), keys
+    assert all(k.startswith(f"{role}_family_") for k in keys["Debian"]), keys["Debian"]
