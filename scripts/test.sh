@@ -31,9 +31,29 @@ status=0
 step() { # name, command...
   local name=$1; shift
   echo "== $name"
+  echo "$name" >"$logdir/.current-step"
   "$@" || { echo "== $name: FAILED"; status=1; }
 }
-trap 'for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null; exit 130' INT TERM
+stop_jobs() { for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null; }
+trap 'stop_jobs; exit 130' INT TERM
+
+# Watchdog: a hang must not eat CI's 90 minutes. After SUPERPOD_SUITE_LIMIT seconds it says
+# which step and which background jobs were still running, with their last log lines, and
+# stops the suite (pytest-timeout catches single hung tests long before this).
+suite_limit=${SUPERPOD_SUITE_LIMIT:-4800}
+main_pid=$$
+(
+  sleep "$suite_limit"
+  echo "== watchdog: the suite ran past ${suite_limit}s; still running: step '$(cat "$logdir/.current-step" 2>/dev/null)'"
+  for i in "${!pids[@]}"; do
+    if kill -0 "${pids[$i]}" 2>/dev/null; then
+      echo "== watchdog: background job ${names[$i]} still running; last lines of its log:"
+      tail -n 30 "$logdir/${names[$i]}.log"
+    fi
+  done
+  kill -TERM "$main_pid"          # its trap stops the background jobs once the foreground step is gone
+  pkill -TERM -P "$main_pid"      # the foreground step (bash runs the trap only after it returns)
+) & watchdog=$!
 
 step ruff ruff check .
 lint_targets=()
@@ -48,10 +68,13 @@ for agent_tests in agents/*/tests; do
   step "pytest $agent_tests" pytest -q -n 2 -p no:cacheprovider "$agent_tests"
 done
 
+echo "background jobs: ${names[*]}" >"$logdir/.current-step"
 for i in "${!pids[@]}"; do
   if wait "${pids[$i]}"; then echo "== ${names[$i]}: ok"; else
     echo "== ${names[$i]}: FAILED (last lines of $logdir/${names[$i]}.log)"; tail -n 80 "$logdir/${names[$i]}.log"; status=1
   fi
 done
+echo "waiting" >"$logdir/.current-step"
+kill "$watchdog" 2>/dev/null
 echo "== total: ${SECONDS}s"
 exit $status
