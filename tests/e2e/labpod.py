@@ -16,6 +16,8 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 SUPERPOD = [sys.executable, "-m", "topology.cli"]
+# Wall time of each timed e2e step (seconds); the session fixture writes it to build/e2e-timings.json.
+TIMINGS: dict[str, float] = {}
 
 # What the roles need to converge in a container without GPUs, rail NICs, BMC or bootloader.
 CONTAINER_SWITCHES = {
@@ -104,6 +106,11 @@ class LabPod:
         ids = docker("ps", "-aq", "--filter", f"label=superpod-e2e={self.session}", check=False).stdout.split()
         if ids:
             docker("rm", "-f", "-v", *ids, check=False)
+
+    def restart(self, host: str) -> None:
+        """Start a stopped (killed) node again and wait for its boot."""
+        docker("start", self.containers[host])
+        self._wait_booted(self.containers[host])
 
     def sh(self, host: str, script: str, check: bool = True) -> subprocess.CompletedProcess:
         return docker("exec", self.containers[host], "sh", "-c", script, check=check)

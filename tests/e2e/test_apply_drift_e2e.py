@@ -15,6 +15,7 @@ finish and the report names it. Timings go to build/e2e-timings.json.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 import warnings
@@ -22,13 +23,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.labpod import ROOT, SUPERPOD, LabPod, docker, drift_json, ensure_image, last_run, superpod
+from tests.e2e.labpod import ROOT, SUPERPOD, TIMINGS, LabPod, docker, drift_json, last_run, superpod
 from topology.operate.events import host_tallies, load_events
 
 pytestmark = pytest.mark.e2e
 
 LIMIT = "gpu_nodes"
-TIMINGS: dict[str, float] = {}
 
 # Hand-made drift: (what is done in the container, the (role, task) drift must report).
 DRIFT = {
@@ -54,23 +54,10 @@ CMDLINE_CONSEQUENCES = {
 }
 
 
-@pytest.fixture(scope="module")
-def pod(tmp_path_factory):
-    image = ensure_image()
-    lab = LabPod(groups=(LIMIT,), tag="e2e")
-    try:
-        lab.start(image)
-        lab.overlay = lab.write_overlay(tmp_path_factory.mktemp("overlay") / "containers.yml")
-        lab.runs_dir = tmp_path_factory.mktemp("runs")
-        # site.yml as it was when the test began: other work may enable roles while it runs
-        lab.playbook = tmp_path_factory.mktemp("playbook") / "site.yml"
-        lab.playbook.write_text((ROOT / "site.yml").read_text())
-        yield lab
-    finally:
-        lab.remove()
-        out = ROOT / "build" / "e2e-timings.json"
-        out.parent.mkdir(exist_ok=True)
-        out.write_text(json.dumps(TIMINGS, indent=1) + "\n")
+@pytest.fixture
+def pod(lab_pod):
+    """The session's lab pod (tests/e2e/conftest.py): brought up once, shared with the other labs."""
+    return lab_pod
 
 
 # community.docker's exec transport now and then answers an exec with nothing on a loaded
@@ -165,13 +152,14 @@ def test_drift_fix_restores_then_drift_is_clean(pod):
     assert report["drifted_hosts"] == []
 
 
+@pytest.mark.breaks_pod
 def test_node_lost_mid_run_does_not_stop_the_others(pod):
     victim = pod.hosts[-1]
     cmd = [*SUPERPOD, "apply", "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
            "--limit", LIMIT, "--playbook", str(pod.playbook), "--no-progress", "--fresh-facts"]
     before = set((pod.runs_dir / pod.stack).glob("*-apply"))
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**__import__("os").environ, "COLUMNS": "200", "NO_COLOR": "1"})
+                            env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})
     try:
         _wait_for_role_task_on(victim, pod, before)
         docker("kill", pod.containers[victim])
@@ -179,6 +167,7 @@ def test_node_lost_mid_run_does_not_stop_the_others(pod):
     finally:
         if proc.poll() is None:
             proc.kill()
+        pod.restart(victim)  # later tests (and other labs) see a whole pod
     assert proc.returncode == 1, out
     tallies = tallies_of(pod, "apply")
     assert tallies[victim].unreachable + tallies[victim].failed > 0, out

@@ -1,0 +1,44 @@
+"""The lab pod, brought up once for the whole tests/e2e session and shared by every lab test
+(apply/drift, and the labs that build on the same nodes): containers started once, an
+inventory overlay pointing the planned hosts at them, one runs directory.
+
+Tests that break the pod (kill a node) carry `@pytest.mark.breaks_pod`: they run after every
+other e2e test, and still restore what they broke."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.e2e.labpod import ROOT, TIMINGS, LabPod, ensure_image
+
+LAB_GROUPS = ("gpu_nodes",)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "breaks_pod: the test breaks the shared lab pod; it runs last")
+
+
+def pytest_collection_modifyitems(config, items):
+    items.sort(key=lambda item: item.get_closest_marker("breaks_pod") is not None)  # stable: order kept otherwise
+
+
+@pytest.fixture(scope="session")
+def lab_pod(tmp_path_factory):
+    """The started LabPod: .containers (host -> container), .overlay, .runs_dir, .playbook."""
+    image = ensure_image()
+    lab = LabPod(groups=LAB_GROUPS, tag="e2e")
+    try:
+        lab.start(image)
+        lab.overlay = lab.write_overlay(tmp_path_factory.mktemp("overlay") / "containers.yml")
+        lab.runs_dir = tmp_path_factory.mktemp("runs")
+        # site.yml as it was when the session began: other work may enable roles while it runs
+        lab.playbook = tmp_path_factory.mktemp("playbook") / "site.yml"
+        lab.playbook.write_text((ROOT / "site.yml").read_text())
+        yield lab
+    finally:
+        lab.remove()
+        out = ROOT / "build" / "e2e-timings.json"
+        out.parent.mkdir(exist_ok=True)
+        out.write_text(json.dumps(TIMINGS, indent=1) + "\n")
