@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 import netaddr
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from topology import catalog
 from topology.errors import SpecError, SpecErrors
@@ -118,6 +118,24 @@ def _network(value: str) -> str:
     return str(net.cidr)
 
 
+# ASNs no pod may use (IANA special-purpose AS numbers registry): AS_TRANS, documentation,
+# the last 16- and 32-bit ASNs, and the block IANA holds back.
+RESERVED_ASNS = (
+    (0, 0, "RFC 7607"),
+    (23456, 23456, "AS_TRANS, RFC 6793"),
+    (64496, 64511, "documentation, RFC 5398"),
+    (65535, 65535, "RFC 7300"),
+    (65536, 65551, "documentation, RFC 5398"),
+    (65552, 131071, "IANA reserved"),
+    (4294967295, 4294967295, "RFC 7300"),
+)
+PRIVATE_ASNS = ((64512, 65534), (4200000000, 4294967294))  # RFC 6996
+
+
+def asn_is_private(asn: int) -> bool:
+    return any(lo <= asn <= hi for lo, hi in PRIVATE_ASNS)
+
+
 class Addressing(_Spec):
     """Pools every address is cut from, positionally. Defaults are RFC 1918 / RFC 6598 space."""
 
@@ -131,16 +149,43 @@ class Addressing(_Spec):
     oob: str = "10.20.0.0/14"
     storage: str = "10.24.0.0/14"
     ipoib: bool = Field(False, description="InfiniBand only: give rail HCAs IPoIB addresses")
-    asn_first: int = Field(4200000000, ge=1, le=4294967294)
-    asn_last: int = Field(4294967294, ge=1, le=4294967294)
+    asn_first: int = Field(4200000000, ge=1, le=4294967295)
+    asn_last: int = Field(4294967294, ge=1, le=4294967295)
+    asn_public: bool = Field(False, description="allow ASNs outside the private ranges of RFC 6996")
 
     _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")(lambda v: _network(v))
 
-    @model_validator(mode="after")
-    def _asn_range(self) -> Addressing:
-        if self.asn_last < self.asn_first:
+    # Field validators (not a model validator) so an error names the field to change; fields
+    # validate in declaration order, so asn_last sees asn_first and asn_public sees both.
+    @field_validator("asn_last")
+    @classmethod
+    def _asn_range(cls, last: int, info: ValidationInfo) -> int:
+        first = info.data.get("asn_first")
+        if first is None:
+            return last
+        if last < first:
             raise ValueError("asn_last must not be below asn_first")
-        return self
+        for lo, hi, why in RESERVED_ASNS:
+            if lo <= last and first <= hi:
+                held = str(lo) if lo == hi else f"{lo}-{hi}"
+                raise ValueError(
+                    f"the ASN range {first}-{last} holds reserved ASN {held} ({why}); "
+                    "choose asn_first/asn_last outside it"
+                )
+        return last
+
+    @field_validator("asn_public")
+    @classmethod
+    def _asn_private(cls, public: bool, info: ValidationInfo) -> bool:
+        first, last = info.data.get("asn_first"), info.data.get("asn_last")
+        if public or first is None or last is None:
+            return public
+        if not any(lo <= first and last <= hi for lo, hi in PRIVATE_ASNS):
+            raise ValueError(
+                f"the ASN range {first}-{last} is not within one private range of RFC 6996 "
+                "(64512-65534 or 4200000000-4294967294); set asn_public: true to use public ASNs"
+            )
+        return public
 
     def pools(self) -> dict[str, netaddr.IPNetwork]:
         return {
