@@ -84,9 +84,14 @@ def plan(
 
     # Rails: a /31 per GPU NIC (leaf .0, NIC .1), or one subnet per rail leaf; IPoIB per rail.
     if routed and spec.addressing.rail_mode == "p2p":
-        pool = Pool(spec, "rails", 31, nodes_max * sz.rails)
+        # Each leaf's /31s form one aligned block (a power of two of them), so the leaf announces
+        # one aggregate for its rail instead of a host route per GPU NIC.
+        block = 2 ** ceil(log2(spec.nodes_per_su))
+        leaf_slot = {d.name: d.slot for d in devices if d.role == "leaf"}
+        pool = Pool(spec, "rails", 31, spec.max_su * sz.rails * block)
         for lk in by_tier.get("node-leaf", ()):
-            base, net = pool.subnet(lk.slot)
+            node_in_su = (lk.slot // sz.rails) % spec.nodes_per_su
+            base, net = pool.subnet(leaf_slot[lk.b_device] * block + node_in_su)
             add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "rails", int_to_str(base + 1)))
             add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "rails", int_to_str(base)))
     elif routed or spec.addressing.ipoib:
