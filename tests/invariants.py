@@ -131,6 +131,17 @@ def check_racks(layout: Layout) -> None:
     for r in layout.racks:
         feeds = {d.name.rsplit("-", 1)[1][0] for d in layout.devices if d.role == "pdu" and d.rack == r.name}
         assert feeds == {"a", "b"}, r.name
+    # every racked device has units of its own inside its rack; only zero-U gear (PDUs) has none
+    units = layout.spec.racks.rack_units
+    taken: dict[tuple[str, int], str] = {}
+    for d in layout.devices:
+        assert (d.rack_unit is None) == (d.rack_units == 0), d
+        if d.rack_unit is None:
+            continue
+        assert 1 <= d.rack_unit and d.rack_unit + d.rack_units - 1 <= units, d
+        for u in range(d.rack_unit, d.rack_unit + d.rack_units):
+            assert (d.rack, u) not in taken, f"{d.name} and {taken[(d.rack, u)]} share {d.rack} U{u}"
+            taken[(d.rack, u)] = d.name
 
 
 def check_all(layout: Layout) -> None:
@@ -153,3 +164,4 @@ def check_growth(small: Layout, big: Layout) -> None:
     big_dev = big.by_name
     for d in small.devices:
         assert big_dev[d.name].rack == d.rack, d
+        assert big_dev[d.name].rack_unit == d.rack_unit, d

@@ -18,6 +18,7 @@ class Device:
     power_kw: float = 0.0
     rack_units: int = 0
     slot: int = 0  # position among its kind in the end state; addresses and ASNs derive from it
+    rack_unit: int | None = None  # lowest unit it occupies, 1 = bottom; None for zero-U gear (PDUs)
 
 
 @dataclass(frozen=True, slots=True)

@@ -94,17 +94,30 @@ class Placement:
         self.first_infra_row = self._su_position(spec.max_su, self.racks_per_su - 1)[0] + 1
 
         self.rack_of: dict[str, tuple[int, int]] = {}
+        # units above the rack's floor (a per-rack CDU's units), filled bottom-up in packing order,
+        # so a device's unit, like its rack, depends only on its place in the end state
+        self.floor_ru = self.cdu_model.rack_units if per_rack_cdu else 0
+        self.unit_of: dict[str, int] = {}
         for su, bins in network_bins.items():
             for k, b in enumerate(bins):
+                self._stack(b)
                 for slot in b:
                     self.rack_of[slot.name] = self._su_position(su, k)
         for k, b in enumerate(self.infra_bins):
+            self._stack(b)
             for slot in b:
                 self.rack_of[slot.name] = self._infra_position(k)
         for d in devices:
             if d.role == "gpu_node":
                 n = int(d.name.rsplit("node", 1)[1]) - 1
                 self.rack_of[d.name] = self._su_position(d.su, self.network_racks_per_su + n // self.nodes_per_rack)
+                self.unit_of[d.name] = self.floor_ru + 1 + (n % self.nodes_per_rack) * node.rack_units
+
+    def _stack(self, rack: list[Slot]) -> None:
+        unit = self.floor_ru + 1
+        for slot in rack:
+            self.unit_of[slot.name] = unit
+            unit += slot.rack_units
 
     def _cdu_model(self):
         r = self.spec.racks
@@ -174,7 +187,7 @@ def place_racks(
     """Assigns racks, adds PDUs, CDUs and OOB switches with their cables; checks budgets."""
     pl = Placement(spec, cat, names, devices)
     r = spec.racks
-    placed = [replace(d, rack=Names.rack(*pl.rack_of[d.name])) for d in devices]
+    placed = [replace(d, rack=Names.rack(*pl.rack_of[d.name]), rack_unit=pl.unit_of[d.name]) for d in devices]
     racks: dict[str, list[Device]] = {}
     for d in placed:
         racks.setdefault(d.rack, []).append(d)
@@ -199,7 +212,9 @@ def place_racks(
                         f"{name} needs {lq:.1f} kW of liquid cooling; {cdu_key} removes {cdu.capacity_kw} kW",
                     )
                 extra.append(
-                    Device(f"{name}-cdu", "cdu", cdu_key, su=su_of[name], rack=name, rack_units=cdu.rack_units)
+                    Device(
+                        f"{name}-cdu", "cdu", cdu_key, su=su_of[name], rack=name, rack_units=cdu.rack_units, rack_unit=1
+                    )
                 )
             else:
                 row_liquid[position[name][0]] = row_liquid.get(position[name][0], 0.0) + lq
@@ -212,7 +227,14 @@ def place_racks(
                 su_of[rack] = None
                 racks[rack] = []
                 extra.append(
-                    Device(f"cdu-{rack.removeprefix('rack-')}", "cdu", cdu_key, rack=rack, rack_units=cdu.rack_units)
+                    Device(
+                        f"cdu-{rack.removeprefix('rack-')}",
+                        "cdu",
+                        cdu_key,
+                        rack=rack,
+                        rack_units=cdu.rack_units,
+                        rack_unit=1,
+                    )
                 )
 
     # Out-of-band: SN2201-class switches in every rack, one per 48 managed devices, each
@@ -247,6 +269,7 @@ def place_racks(
         pos = pl._infra_position(len(pl.infra_bins) + k)
         rack = Names.rack(*pos)
         position[rack], su_of[rack] = pos, None
+        pl._stack(b)
         for a in b:
             extra.append(
                 Device(
@@ -256,6 +279,7 @@ def place_racks(
                     rack=rack,
                     power_kw=a.power_kw,
                     rack_units=a.rack_units,
+                    rack_unit=pl.unit_of[a.name],
                 )
             )
     for d in extra:
@@ -277,8 +301,16 @@ def place_racks(
     for name in sorted(racks):
         managed = sorted(racks[name], key=lambda d: d.name)
         count = ceil(len(managed) / access)
+        top = _top_of_equipment(racks[name])
         for i in range(count):
             sw_name = f"{name}-oob" if count == 1 else f"{name}-oob{i + 1}"
+            unit = r.rack_units - (i + 1) * oob_sw.rack_units + 1  # top of rack, in the reserved units
+            if unit <= top:
+                raise SpecError(
+                    "racks.reserved_units",
+                    f"{name} has no room for its OOB switch {sw_name} above its gear (units 1-{top} of "
+                    f"{r.rack_units}); reserve {count * oob_sw.rack_units} units or more",
+                )
             oob_devices.append(
                 Device(
                     sw_name,
@@ -288,6 +320,7 @@ def place_racks(
                     rack=name,
                     power_kw=oob_sw.power_kw,
                     rack_units=oob_sw.rack_units,
+                    rack_unit=unit,
                 )
             )
             for p, d in enumerate(managed[i * access : (i + 1) * access]):
@@ -360,6 +393,11 @@ def place_racks(
             )
         )
     return placed + extra + oob_devices, links, out_racks, pl.rows_max(agg_racks) * pl.row_width
+
+
+def _top_of_equipment(members: list[Device]) -> int:
+    """The highest unit a rack's gear occupies (0 when it holds only zero-U gear)."""
+    return max((d.rack_unit + d.rack_units - 1 for d in members if d.rack_unit), default=0)
 
 
 def _row_liquid_at_max(spec: PodSpec, pl: Placement, node, row: int) -> float:

@@ -36,6 +36,7 @@ def devices_csv(layout: Layout) -> str:
             "block",
             "power_kw",
             "rack_units",
+            "rack_unit",
             "oob_address",
             "inband_address",
         ],
@@ -50,6 +51,7 @@ def devices_csv(layout: Layout) -> str:
                 _blank(d.block),
                 d.power_kw,
                 d.rack_units,
+                _blank(d.rack_unit),
                 first.get((d.name, "oob"), ""),
                 first.get((d.name, "inband"), ""),
             )
