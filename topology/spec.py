@@ -207,6 +207,9 @@ class PodSpec(_Spec):
     management: Management = Management()
     racks: Racks = Racks()
     addressing: Addressing = Addressing()
+    spares_percent: float = Field(
+        0.0, ge=0, le=100, description="bill of materials: spare cables and optics, percent of planned (rounded up)"
+    )
 
     _node = field_validator("node_model")(lambda v: _known("nodes", v))
 

@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from topology.model import Layout
+from topology.render.bom import bom_csv
 from topology.render.inventory import render_inventory
+from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
 
@@ -16,6 +18,8 @@ TABLES = {
     "ipplan.csv": ipplan_csv,
     "asns.csv": asns_csv,
     "racks.csv": racks_csv,
+    "bom.csv": bom_csv,
+    "labels.csv": labels_csv,
     "layout.json": layout_json,
 }
 

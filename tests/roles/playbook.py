@@ -1,0 +1,46 @@
+"""Run a small play against local "hosts" with ansible-playbook and read back what each task
+returned: the role tests use it to see values as Ansible itself templates them (ansible-core's
+own None/str/list handling, not a Jinja2 imitation) without a container."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
+
+
+def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | None = None,
+             gather_facts: bool = False) -> dict[str, list[dict]]:
+    """Run `tasks` on each local host (name -> host vars); return host -> [task results in order]."""
+    inventory = {name: dict(v, ansible_connection="local", ansible_python_interpreter=sys.executable)
+                 for name, v in hosts.items()}
+    (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": inventory}}))
+    (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": gather_facts, "tasks": tasks}]))
+    (tmp / "extra.json").write_text(json.dumps(extra_vars or {}))
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
+               ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8")
+    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp / "inventory.yml"), "-e", f"@{tmp / 'extra.json'}",
+                           str(tmp / "play.yml")], capture_output=True, text=True, env=env, check=False)
+    try:
+        out = json.loads(proc.stdout)
+    except json.JSONDecodeError as exc:
+        raise AssertionError(f"ansible-playbook gave no JSON: {proc.stderr[-2000:]}") from exc
+    results: dict[str, list[dict]] = {name: [] for name in hosts}
+    for play in out["plays"]:
+        for task in play["tasks"]:
+            for host, res in task["hosts"].items():
+                results[host].append(dict(res, task=task["task"]["name"]))
+    return results
+
+
+def debug_values(results: list[dict]) -> list:
+    """The `msg` of each debug task a host ran, in order."""
+    return [r["msg"] for r in results if r.get("action") == "ansible.builtin.debug" and "msg" in r]
