@@ -226,5 +226,44 @@ def drift(
     _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress))
 
 
+# ---- bring-up: validate the cabling against the plan (topology/operate/validate) ---------------
+@app.command()
+def validate(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="the stack planned with `superpod plan`")],
+    from_dir: Annotated[Optional[Path], typer.Option("--from", help="folder of lldpctl JSON / ibnetdiscover "  # noqa: UP045
+                                                     "files (default: collect now through Ansible)")] = None,
+    project_dir: ProjectOpt = Path("."),
+    plan_dir: Annotated[Optional[Path], typer.Option(help="where cabling.csv is (default build/<stack>/)")] = None,  # noqa: UP045
+    fabric: Annotated[Optional[list[str]], typer.Option("--fabric", help="fabrics to check (repeatable; "  # noqa: UP045
+                                                        "default compute, storage, inband)")] = None,
+    devices: Annotated[Optional[str], typer.Option("--devices", help="only cables whose both ends match "  # noqa: UP045
+                                                   "these globs (comma-separated, e.g. 'su01-*')")] = None,
+    inventory_overlay: OverlayOpt = None,
+    runs_dir: RunsOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="the report as JSON on stdout")] = False,
+    limit_rows: Annotated[int, typer.Option(help="table rows shown (0: all)")] = 50,
+) -> None:
+    """Compare the cabling the devices see (LLDP, ibnetdiscover) with cabling.csv: correct, missing,
+    miswired, swapped, wrong speed, unplanned, not heard from; and a work list per rack.
+    Exit 0 all correct, 1 mismatches, 2 errors."""
+    from topology.operate import validate as v
+
+    try:
+        if from_dir is None:
+            from topology.operate.lldp_collect import collect
+
+            from_dir = collect(project_dir, stack, tuple(inventory_overlay or ()), runs_dir, err)
+        fabrics = tuple(fabric) if fabric else v.DEFAULT_FABRICS
+        globs = tuple(g.strip() for g in devices.split(",") if g.strip()) if devices else ()
+        result, tasks, _ = v.validate(plan_dir or project_dir / "build" / stack, from_dir, fabrics, globs)
+    except SpecError as e:
+        fail(e)
+    if json_out:
+        print(json.dumps(v.to_json(stack, result, tasks), indent=1))
+    else:
+        v.print_report(console, stack, result, tasks, limit_rows)
+    raise typer.Exit(v.exit_code(result))
+
+
 if __name__ == "__main__":
     app()

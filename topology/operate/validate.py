@@ -1,0 +1,189 @@
+"""`superpod validate`: the real cabling against the plan.
+
+Reads the plan (cabling.csv, devices.csv from `superpod plan`) and a folder of discovery files,
+compares them (cabling_check) and reports a table or JSON and the work list per rack.
+
+Discovery files in the folder (any mix):
+- `<device>.json` or `<device>.lldp.json`: `lldpctl -f json` (or json0) output of that device;
+- `<device>.ports.json`: {"<ifname>": {"up": bool, "speed_mbps": int}}, the port facts the
+  collector (playbooks/lldp_collect.yml) writes beside it;
+- any other file: ibnetdiscover output (a node's or UFM's view of an InfiniBand fabric).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from pathlib import Path
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from topology.errors import SpecError
+from topology.operate.cabling_check import Finding, Result, compare
+from topology.operate.ibnetdiscover import PlanPortNames, parse_ibnetdiscover
+from topology.operate.lldp_json import parse_lldpctl
+from topology.operate.neighbors import Discovery, Neighbor, Plan, PlannedLink, PortState
+from topology.operate.worklist import Task, work_list
+
+DEFAULT_FABRICS = ("compute", "storage", "inband")  # OOB ports (BMCs, PDUs) rarely speak LLDP
+KINDS = ("correct", "swap", "miswired", "missing", "wrong_speed", "unplanned", "unverified")
+
+
+def read_discovery(folder: Path, plan: Plan) -> Discovery:
+    if not folder.is_dir():
+        raise SpecError("--from", f"no such folder {folder}")
+    neighbors: list[Neighbor] = []
+    reporters: set[str] = set()
+    ports: dict = {}
+    namer = None
+    files = sorted(p for p in folder.iterdir() if p.is_file() and not p.name.startswith("."))
+    if not files:
+        raise SpecError("--from", f"{folder} holds no discovery files")
+    for path in files:
+        if path.name.endswith(".ports.json"):
+            device = path.name[: -len(".ports.json")]
+            for ifname, st in _json(path).items():
+                speed = st.get("speed_mbps")
+                ports[(device, ifname)] = PortState(st.get("up"), speed // 1000 if isinstance(speed, int)
+                                                    and speed > 0 else None)
+        elif path.suffix == ".json":
+            device = path.name.removesuffix(".json").removesuffix(".lldp")
+            neighbors += parse_lldpctl(_json(path), device, path.name)
+            reporters.add(device)
+        else:
+            namer = namer or PlanPortNames(plan)
+            found, devices = parse_ibnetdiscover(path.read_text(encoding="utf-8", errors="replace"), namer, path.name)
+            neighbors += found
+            reporters |= devices
+    return Discovery(neighbors, reporters, ports)
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise SpecError(path.name, f"not valid JSON ({e})") from None
+
+
+def scope(plan: Plan, discovery: Discovery, fabrics: tuple[str, ...], limit: tuple[str, ...]
+          ) -> tuple[list[PlannedLink], Discovery]:
+    """The planned links and records to compare: the fabrics asked for, devices matching --limit."""
+    def match(device: str) -> bool:
+        return not limit or any(fnmatch.fnmatchcase(device, pat) for pat in limit)
+
+    links, included, excluded = [], set(), set()
+    for lk in plan.links:
+        if lk.fabric in fabrics and match(lk.a[0]) and match(lk.b[0]):
+            links.append(lk)
+            included |= {lk.a, lk.b}
+        else:
+            excluded |= {lk.a, lk.b}
+    # A record touching a port checked here counts (a cable that wandered onto a port out of scope is
+    # still this link's miswire); one between ports checked elsewhere does not.
+    kept = [nb for nb in discovery.neighbors
+            if nb.local in included or nb.remote in included
+            or (match(nb.local[0]) and nb.local not in excluded and nb.remote not in excluded)]
+    return links, Discovery(kept, {d for d in discovery.reporters if match(d)}, discovery.ports)
+
+
+def exit_code(result: Result) -> int:
+    return 0 if result.all_correct else 1
+
+
+# ---- output -------------------------------------------------------------------------------------
+
+def _end(e) -> str:
+    return f"{e[0]} {e[1]}"
+
+
+def _planned(lk: PlannedLink | None) -> str:
+    return f"{_end(lk.a)} — {_end(lk.b)}" if lk else ""
+
+
+def _found(f: Finding) -> str:
+    return "; ".join(f"{_end(a)} — {_end(b)}" for a, b in f.found)
+
+
+def _detail(f: Finding) -> str:
+    if f.kind == "swap":
+        return f"swapped with {_planned(f.other)}"
+    if f.kind == "wrong_speed":
+        return f"runs at {f.speed_gbps}G, planned {f.planned.speed_gbps}G"
+    if f.kind == "unplanned" and f.speed_gbps:
+        return f"{f.speed_gbps}G"
+    return f.detail
+
+
+def counts(result: Result) -> dict[str, int]:
+    return {k: len(result.of(k)) for k in KINDS} | {"not_heard": len(result.not_heard)}
+
+
+def to_json(stack: str, result: Result, tasks: list[Task]) -> dict:
+    def link(lk):
+        return None if lk is None else {"a_device": lk.a[0], "a_port": lk.a[1], "b_device": lk.b[0],
+                                        "b_port": lk.b[1], "fabric": lk.fabric, "speed_gbps": lk.speed_gbps}
+
+    return {
+        "stack": stack,
+        "all_correct": result.all_correct,
+        "counts": counts(result),
+        "findings": [
+            {"kind": f.kind, "planned": link(f.planned), "other": link(f.other),
+             "found": [{"a_device": a[0], "a_port": a[1], "b_device": b[0], "b_port": b[1]} for a, b in f.found],
+             "speed_gbps": f.speed_gbps, "detail": _detail(f)}
+            for f in result.findings if f.kind != "correct"
+        ],
+        "not_heard": result.not_heard,
+        "work_list": [{"rack": t.rack, "device": t.device, "port": t.port, "action": t.action} for t in tasks],
+    }
+
+
+_STYLE = {"swap": "magenta", "miswired": "red", "missing": "red", "wrong_speed": "yellow", "unplanned": "cyan",
+          "unverified": "dim"}
+
+
+def print_report(console: Console, stack: str, result: Result, tasks: list[Task], limit: int = 50) -> None:
+    c = counts(result)
+    problems = [f for f in result.findings if f.kind not in ("correct", "unverified")]
+    if problems:
+        table = Table(title=f"cabling of {stack}: what differs from the plan", title_justify="left")
+        for col in ("kind", "planned", "found", "detail"):
+            table.add_column(col)
+        shown = problems if limit == 0 else problems[:limit]
+        for f in shown:
+            table.add_row(f"[{_STYLE[f.kind]}]{f.kind}[/]", escape(_planned(f.planned)), escape(_found(f)),
+                          escape(_detail(f)))
+        console.print(table)
+        if len(shown) < len(problems):
+            console.print(f"… {len(problems) - len(shown)} more (--limit-rows 0 or --json for all)", highlight=False)
+    if result.not_heard:
+        console.print(f"[bold]not heard from[/] ({len(result.not_heard)}): " + ", ".join(result.not_heard),
+                      highlight=False)
+    console.print(" ".join(f"{k}={v}" for k, v in c.items()), highlight=False)
+    if not tasks:
+        console.print("[green]all planned cables are where the plan says[/]")
+        return
+    console.print("[bold]work list[/] (per rack):")
+    rack = None
+    for t in tasks:
+        if t.rack != rack:
+            rack = t.rack
+            console.print(f"  [bold]{escape(rack)}[/]")
+        console.print(f"    {escape(t.line())}", highlight=False)
+
+
+def validate(plan_dir: Path, from_dir: Path, fabrics: tuple[str, ...] = DEFAULT_FABRICS,
+             limit: tuple[str, ...] = ()) -> tuple[Result, list[Task], Plan]:
+    from topology.operate.neighbors import load_plan
+
+    plan = load_plan(plan_dir)
+    unknown = sorted(set(fabrics) - {lk.fabric for lk in plan.links})
+    if unknown:
+        raise SpecError("--fabric", f"no such fabric in the plan: {', '.join(unknown)}")
+    links, discovery = scope(plan, read_discovery(from_dir, plan), fabrics, limit)
+    if not links:
+        raise SpecError("--limit", "no planned cable is left to check (both ends must match)")
+    result = compare(links, discovery)
+    return result, work_list(result, plan), plan
