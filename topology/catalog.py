@@ -34,9 +34,17 @@ class ComputeNic(_Entry):
 
 
 class HostNic(_Entry):
+    """One port of a dual-port storage/in-band ConnectX; its name depends on the link mode."""
+
     hca: str
-    netdev: str
+    pci_bus: int
+    function: int
     numa: int
+
+    def netdev(self, fabric_kind: str) -> str:
+        if fabric_kind == "infiniband":
+            return f"ibp{self.pci_bus}s0f{self.function}"
+        return f"enp{self.pci_bus}s0f{self.function}np{self.function}"
 
 
 class NodeModel(_Entry):

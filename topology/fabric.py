@@ -413,7 +413,7 @@ def storage_fabric(
                 links.append(
                     Link(
                         names.node(su, n),
-                        nic.netdev,
+                        nic.netdev(sw.kind),
                         leaf,
                         port((n - 1) * ppn + p, speed),
                         "storage",
@@ -489,6 +489,30 @@ def storage_fabric(
     return devices, links, tiers
 
 
+def _inband_cores(uplinks: list[int], radix: int, mgmt_ports: int, min_cores: int) -> int:
+    """In-band core count. Mgmt node ports are dealt round-robin over the cores (from the top
+    port down), so each core carries ceil(mgmt_ports / cores) of them beside its uplinks; while
+    every core can hold all of them, the count is the one of a plain two-tier set (as before)."""
+    field = "management.inband.core_switch_model"
+    if mgmt_ports < radix:
+        try:
+            return _two_tier_spines(uplinks, radix - mgmt_ports, min_cores, field)
+        except SpecError:
+            pass
+    common = 0
+    for u in uplinks:
+        common = gcd(common, u)
+    total = sum(uplinks)
+    for cores in range(max(min_cores, 1), common + 1):
+        if common % cores == 0 and total // cores + ceil(mgmt_ports / cores) <= radix:
+            return cores
+    raise SpecError(
+        "management.inband.mgmt_nodes",
+        f"{mgmt_ports} mgmt node ports and {total} in-band uplinks do not fit {radix}-port cores "
+        f"that divide each switch's {common} uplinks",
+    )
+
+
 def inband_fabric(
     spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
 ) -> tuple[list[Device], list[Link], list[Tier]]:
@@ -512,9 +536,7 @@ def inband_fabric(
         )
     mgmt_ports = ib.mgmt_nodes * mgmt.inband_ports
     uplinks = [ib.uplinks_per_switch] * (spec.max_su * sides)
-    cores = _two_tier_spines(
-        uplinks, core_radix - mgmt_ports, ib.min_core_switches, "management.inband.core_switch_model"
-    )
+    cores = _inband_cores(uplinks, core_radix, mgmt_ports, ib.min_core_switches)
     port = sw.port
     core_names = [Names.numbered("inband-core", c, cores) for c in range(cores)]
     devices = [
@@ -542,7 +564,7 @@ def inband_fabric(
                 links.append(
                     Link(
                         names.node(su, n),
-                        node.inband_nics[side].netdev,
+                        node.inband_nics[side].netdev("ethernet"),
                         sw_name,
                         port(n - 1, speed),
                         "inband",

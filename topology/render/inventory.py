@@ -142,10 +142,12 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) ->
             )
         )
     storage = []
+    storage_kind = cat.switches[spec.storage_fabric.switch_model].kind
     for nic in node.storage_nics:
-        a = addr.get((d.name, nic.netdev))
+        netdev = nic.netdev(storage_kind)
+        a = addr.get((d.name, netdev))
         if a is not None:
-            storage.append(HostNicVars(netdev=nic.netdev, hca=nic.hca, address=a.address, gateway=a.peer))
+            storage.append(HostNicVars(netdev=netdev, hca=nic.hca, address=a.address, gateway=a.peer))
     inband = by_pool.get((d.name, "inband"))
     return GpuNodeVars(
         ansible_host=_ip(inband),
@@ -160,7 +162,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) ->
         superpod_numa_nodes=node.numa_nodes,
         superpod_fabric_kind=kind,
         superpod_inband_interface=inband.interface if inband else "bond0",
-        superpod_inband_members=[n.netdev for n in node.inband_nics],
+        superpod_inband_members=[n.netdev("ethernet") for n in node.inband_nics],
         superpod_inband_gateway=inband.peer if inband else "",
         superpod_storage_nics=storage,
         rails=rails,
