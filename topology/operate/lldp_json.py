@@ -13,6 +13,7 @@ Shapes handled (lldpd's JSON writer collapses one-element lists into objects):
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 
 from topology.errors import SpecError
 from topology.operate.neighbors import Neighbor
@@ -36,6 +37,7 @@ def _plain(v):
     return v
 
 
+@lru_cache(maxsize=256)  # a pod has a handful of MAU types, each seen thousands of times
 def mau_speed_gbps(text: str | None) -> int | None:
     """Speed of an 802.3 MAU type as lldpd names it ('400GbaseCR8', '10GigBaseR', '1000BaseTFD')."""
     if not text:
