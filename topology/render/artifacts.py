@@ -10,7 +10,9 @@ from topology.render.bom import bom_csv
 from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
+from topology.render.switches import render_switch_configs
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
+from topology.render.telemetry import render_telemetry
 
 TABLES = {
     "devices.csv": devices_csv,
@@ -27,4 +29,6 @@ TABLES = {
 def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict[Path, str]:
     files = {Path(out_dir) / name: render(layout) for name, render in TABLES.items()}
     files.update(render_inventory(layout, Path(inventory_dir)))
+    files.update(render_switch_configs(layout, Path(out_dir)))
+    files.update(render_telemetry(layout, Path(out_dir)))  # telemetry/: scrape targets, rules, dashboard
     return files
