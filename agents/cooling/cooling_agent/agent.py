@@ -1,6 +1,10 @@
 """The polling engine: one asyncio task per target, each on its own cadence with a
 per-poll timeout and exponential back-off, so a slow or dead device never delays the
-others.  Results land in the Store that the Prometheus collector reads."""
+others.  Results land in the Store that the Prometheus collector reads.
+
+Stopping is certain and bounded: every loop checks a stop flag (a cancel some library
+swallows cannot keep it polling), poll deadlines run in the loop's own task (no wait_for,
+see aio.py), and tasks still running after ``stop_grace_s`` are reported and abandoned."""
 
 from __future__ import annotations
 
@@ -8,10 +12,11 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aiohttp
-from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
 
+from .aio import cancel_and_wait, deadline
 from .config import AgentConfig, Cdu, Pdu
 from .credentials import CredentialStore
 from .metrics import Store, combine
@@ -19,8 +24,11 @@ from .modbus import ModbusCduPoller, load_register_map
 from .model import PollError, PollResult, Sample
 from .profiles import load_profile
 from .redfish import RedfishCduPoller, RedfishPduPoller
-from .snmp import SnmpPoller, new_engine
+from .snmp import SnmpPoller
 from .snmp_transport import SnmpClient
+
+if TYPE_CHECKING:
+    from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
 
 log = logging.getLogger("cooling_agent")
 
@@ -47,12 +55,16 @@ class Agent:
         self._engine: SnmpEngine | None = None  # SNMPv3 only
         self._snmp: SnmpClient | None = None  # SNMPv1/v2c: one UDP socket for all PDUs
         self._sem: asyncio.Semaphore | None = None
+        self._stopping = False
+        self.abandoned: list[str] = []  # tasks that outlived stop()'s grace period
 
     # -- setup ---------------------------------------------------------------------------
     def _build(self) -> None:
         cfg = self.config
         self._snmp = SnmpClient()
         if any(p.protocol == "snmp" and p.snmp_version == "3" for p in cfg.pdus):
+            from .snmp_v3 import new_engine
+
             self._engine = new_engine()
         self._session = aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit=cfg.max_concurrency, limit_per_host=8, ttl_dns_cache=300))
@@ -90,7 +102,8 @@ class Agent:
             reason = message = None
             result: PollResult | None = None
             try:
-                result = await asyncio.wait_for(t.poller.poll(), t.timeout)
+                async with deadline(t.timeout):
+                    result = await t.poller.poll()
             except asyncio.TimeoutError:
                 reason, message = "timeout", f"no complete answer within {t.timeout:g}s"
             except PollError as exc:
@@ -127,9 +140,11 @@ class Agent:
     async def _loop(self, t: _Target, offset: float) -> None:
         loop = asyncio.get_running_loop()
         await asyncio.sleep(offset)
-        while True:
+        while not self._stopping:
             started = loop.time()
             await self.poll_target(t)
+            if self._stopping:  # stop() ran while we polled, even if its cancel got lost
+                return
             delay = self.next_delay(t)
             self.store.update(t.name, next_delay=delay)
             # cadence is anchored to the poll's start, so poll time does not drift it
@@ -137,6 +152,7 @@ class Agent:
 
     # -- lifecycle -----------------------------------------------------------------------
     async def start(self) -> None:
+        self._stopping = False
         self._build()
         n = max(1, len(self.targets))
         for i, t in enumerate(self.targets):
@@ -150,18 +166,33 @@ class Agent:
         oks = await asyncio.gather(*[self.poll_target(t) for t in self.targets])
         return {t.name: ok for t, ok in zip(self.targets, oks, strict=True)}
 
-    async def stop(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+    async def stop(self, grace_s: float = 1.0) -> None:
+        """Stop polling and release sockets within ``1.5 * grace_s``: the poll tasks get
+        ``grace_s``, closing the pollers and the HTTP session half of that."""
+        self._stopping = True
+        stuck = await cancel_and_wait(self._tasks, grace_s)
         self._tasks.clear()
-        for t in self.targets:
-            close = getattr(t.poller, "close", None)
-            if close:
-                await close()
+        if stuck:
+            self.abandoned = [t.get_name() for t in stuck]
+            log.error("stop: %d task(s) did not end within %gs, abandoned: %s", len(stuck), grace_s,
+                      ", ".join(self.abandoned))
+        closers = [close() for t in self.targets if (close := getattr(t.poller, "close", None))]
         if self._session is not None:
-            await self._session.close()
+            closers.append(self._session.close())
+        if closers:
+            stuck = await _run_bounded(closers, grace_s / 2)
+            if stuck:
+                log.error("stop: %d close call(s) did not end within %gs", stuck, grace_s / 2)
         if self._snmp is not None:
             self._snmp.close()
         if self._engine is not None:
             self._engine.close_dispatcher()
+
+
+async def _run_bounded(coros: list, limit_s: float) -> int:
+    """Run ``coros`` concurrently for at most ``limit_s``; cancel the rest, return their count."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    _, pending = await asyncio.wait(tasks, timeout=limit_s)
+    for task in pending:
+        task.cancel()
+    return len(pending)

@@ -289,6 +289,21 @@ async def start_tcp_blackhole() -> tuple[asyncio.AbstractServer, int]:
     return server, server.sockets[0].getsockname()[1]
 
 
+async def start_tcp_dropper() -> tuple[asyncio.AbstractServer, int]:
+    """Accepts TCP connections and drops them at once (a device rebooting under us)."""
+
+    async def on_conn(reader, writer):
+        writer.transport.abort()
+
+    server = await asyncio.start_server(on_conn, LOOPBACK, 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
+def busy_loop() -> subprocess.Popen:
+    """A CPU-burning helper process, for tests that must hold under load."""
+    return subprocess.Popen([sys.executable, "-c", "while True: pass"])
+
+
 # -- Modbus --------------------------------------------------------------------------------
 async def start_modbus(holding: list[int], port: int | None = None):
     """A pymodbus TCP server (unit 1) whose holding registers start at 0 with ``holding``."""

@@ -7,8 +7,9 @@ one GET per ``max_get_varbinds`` planned OIDs (the request bytes are built once 
 so steady-state traffic and CPU per PDU are small.
 
 SNMPv1/v2c go through the agent's shared UDP socket and the light codec in snmp_wire;
-SNMPv3 (USM authentication and privacy) goes through pysnmp's engine.  Both hand the
-poller plain values (see snmp_wire).
+SNMPv3 (USM authentication and privacy) goes through pysnmp's engine (snmp_v3, imported
+only when a v3 target exists: pysnmp's import is most of the agent's start-up).  Both hand
+the poller plain values (see snmp_wire).
 """
 
 from __future__ import annotations
@@ -18,20 +19,7 @@ import socket
 import time
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
-
-from pysnmp.hlapi.v3arch.asyncio import (
-    ContextData,
-    ObjectIdentity,
-    ObjectType,
-    SnmpEngine,
-    UdpTransportTarget,
-    UsmUserData,
-    bulk_cmd,
-    get_cmd,
-)
-from pysnmp.hlapi.v3arch.asyncio import auth as v3auth
-from pysnmp.proto.rfc1905 import EndOfMibView, NoSuchInstance, NoSuchObject
-from pysnmp.smi import builder, view
+from typing import TYPE_CHECKING
 
 from . import snmp_wire
 from .config import DEFAULT_PORTS, Pdu
@@ -41,31 +29,10 @@ from .profiles import Profile, Series
 from .snmp_transport import SnmpClient
 from .snmp_wire import GET, GETBULK, GETNEXT
 
-_AUTH = {"md5": v3auth.USM_AUTH_HMAC96_MD5, "sha": v3auth.USM_AUTH_HMAC96_SHA,
-         "sha256": v3auth.USM_AUTH_HMAC192_SHA256, "sha512": v3auth.USM_AUTH_HMAC384_SHA512}
-_PRIV = {"des": v3auth.USM_PRIV_CBC56_DES, "aes": v3auth.USM_PRIV_CFB128_AES,
-         "aes256": v3auth.USM_PRIV_CFB256_AES}
-_PYSNMP_MISSING = {NoSuchObject: snmp_wire.NO_SUCH_OBJECT, NoSuchInstance: snmp_wire.NO_SUCH_INSTANCE,
-                   EndOfMibView: snmp_wire.END_OF_MIB_VIEW}
+if TYPE_CHECKING:
+    from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
+
 _NO_SUCH_NAME = 2  # SNMPv1 error-status for a missing object / end of MIB
-
-
-class _NoMibCompiler:
-    """Placeholder MIB compiler: profiles use numeric OIDs only, so pysnmp must never build
-    pysmi's compiler (seconds of start-up, and it would try to fetch MIBs over the network)."""
-
-
-def new_engine() -> SnmpEngine:
-    engine = SnmpEngine()
-    mib_builder = builder.MibBuilder()
-    pysnmp_mibs = next(iter(mib_builder.get_mib_sources())).full_path()
-    mib_builder.set_mib_compiler(_NoMibCompiler(), pysnmp_mibs)
-    engine.cache["mibViewController"] = view.MibViewController(mib_builder)
-    return engine
-
-
-def _oid_str(oid: tuple[int, ...]) -> str:
-    return ".".join(map(str, oid))
 
 
 def _raw_number(value) -> int | Decimal | None:
@@ -78,21 +45,6 @@ def _raw_number(value) -> int | Decimal | None:
         except (UnicodeDecodeError, InvalidOperation):
             return None
     return None
-
-
-def _plain(value):
-    """A pysnmp (v3 path) value as the same plain value snmp_wire decodes."""
-    for cls, sentinel in _PYSNMP_MISSING.items():
-        if isinstance(value, cls):
-            return sentinel
-    if hasattr(value, "asOctets"):
-        return bytes(value.asOctets())
-    if hasattr(value, "asTuple"):
-        return tuple(value.asTuple())
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 class _CommunitySession:
@@ -125,44 +77,6 @@ class _CommunitySession:
         return await self.client.request(addr, rid, msg, self.timeout_s)
 
 
-class _V3Session:
-    """SNMPv3 through pysnmp's engine (USM keys, engine-id discovery, privacy)."""
-
-    def __init__(self, engine: SnmpEngine, target: Pdu, cred: Credential, timeout_s: float):
-        if not cred.username:
-            raise PollError("config", f"{target.name}: SNMPv3 needs a username in credentials")
-        kw = {}
-        if cred.auth_key:
-            kw["authKey"] = cred.auth_key.get_secret_value()
-            kw["authProtocol"] = _AUTH[(cred.auth_protocol or "sha").lower()]
-        if cred.priv_key:
-            kw["privKey"] = cred.priv_key.get_secret_value()
-            kw["privProtocol"] = _PRIV[(cred.priv_protocol or "aes").lower()]
-        self.engine = engine
-        self.target = target
-        self.timeout_s = timeout_s
-        self._auth = UsmUserData(cred.username, **kw)
-        self._context = ContextData(contextName=target.context or "")
-        self._transport: UdpTransportTarget | None = None
-
-    async def request(self, pdu_type: int, oids: list[tuple[int, ...]], max_repetitions: int = 0):
-        if self._transport is None:
-            port = self.target.port or DEFAULT_PORTS["snmp"]
-            self._transport = await UdpTransportTarget.create(
-                (self.target.address, port), timeout=self.timeout_s, retries=0)
-        vbs = [ObjectType(ObjectIdentity(_oid_str(o))) for o in oids]
-        if pdu_type == GETBULK:
-            ei, es, ex, out = await bulk_cmd(self.engine, self._auth, self._transport, self._context,
-                                             0, max_repetitions, *vbs, lookupMib=False)
-        else:
-            ei, es, ex, out = await get_cmd(self.engine, self._auth, self._transport, self._context,
-                                            *vbs, lookupMib=False)
-        if ei:
-            text = str(ei)
-            raise PollError("timeout" if "timeout" in text.lower() else "protocol", text)
-        return snmp_wire.Response(3, b"", 0, int(es), int(ex), [(tuple(n), _plain(v)) for n, v in out])
-
-
 @dataclass
 class _Planned:
     oid: tuple[int, ...]
@@ -183,19 +97,23 @@ class SnmpPoller:
         if target.snmp_version == "3":
             if engine is None:
                 raise ValueError("SNMPv3 targets need a pysnmp engine")
-            self._session: _V3Session | _CommunitySession = _V3Session(engine, target, cred, timeout_s)
+            from .snmp_v3 import V3Session
+
+            self._session = V3Session(engine, target, cred, timeout_s)
+            self._v3 = True
         else:
             if client is None:
                 raise ValueError("SNMPv1/v2c targets need the shared SnmpClient")
             community = cred.community.get_secret_value() if cred.community else "public"
             self._session = _CommunitySession(client, target, community, timeout_s)
+            self._v3 = False
         self._plan: list[_Planned] | None = None
         self._requests: list[tuple[list[tuple[int, ...]], bytes]] = []  # planned GETs, encoded once
         self._planned_at = 0.0
 
     async def _request(self, pdu_type: int, oids: list[tuple[int, ...]], encoded: bytes | None = None,
                        max_repetitions: int = 0) -> snmp_wire.Response:
-        if isinstance(self._session, _V3Session):
+        if self._v3:
             return await self._session.request(pdu_type, oids, max_repetitions)
         return await self._session.request(pdu_type, encoded or snmp_wire.encode_varbinds(oids), max_repetitions)
 
