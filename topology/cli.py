@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from topology.build import build
-from topology.errors import SpecError, SpecErrors
-from topology.spec import PodSpec, json_schema, load_spec_file, load_stack_file
+from topology.errors import SpecError, SpecErrors, plain
+from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
     add_completion=False,
@@ -29,9 +31,18 @@ ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pul
 
 
 def fail(errors: list[SpecError] | SpecError) -> None:
+    # Text, not markup: field and rule quote the user's input, which may hold [brackets] or escapes
     for e in errors if isinstance(errors, list) else [errors]:
-        err.print(f"[bold red]error:[/] [bold]{e.field}[/]: {e.rule}", highlight=False)
+        err.print(Text.assemble(("error:", "bold red"), " ", (plain(e.field), "bold"), f": {plain(e.rule)}"))
     raise typer.Exit(2)
+
+
+STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # the rule of pod names: a stack names folders
+
+
+def check_stack_name(stack: str) -> None:
+    if not STACK_NAME.fullmatch(stack):
+        fail(SpecError("--stack", "must be lowercase letters, digits and '-' (at most 63, not starting with '-')"))
 
 
 def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, PodSpec]:
@@ -39,6 +50,7 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
         fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
     try:
         if stack:
+            check_stack_name(stack)
             path = project_dir / f"Pulumi.{stack}.yaml"
             if not path.is_file():
                 fail(SpecError("--stack", f"no stack file {path}"))
@@ -67,11 +79,13 @@ def plan(
     project_dir: ProjectOpt = Path("."),
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
+    report: Annotated[bool, typer.Option("--report", help="also write the HTML report (<out>/report/)")] = False,
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
     from topology.render.artifacts import render_artifacts
-    from topology.render.files import write_all
+    from topology.render.files import publish
+    from topology.render.inventory import OVERRIDES
     from topology.render.summary import summary, summary_tables
 
     name, pod = load(stack, spec, project_dir)
@@ -79,7 +93,15 @@ def plan(
     out_dir = out or project_dir / "build" / name
     inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
     files = render_artifacts(layout, out_dir, inventory_dir)  # everything rendered before anything is written
-    changed = write_all(files)
+    if report:
+        from topology.render.report import render_report
+
+        files.update(render_report(layout, out_dir))
+    try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
+        changed = publish(files, out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+    except OSError as e:
+        where = e.filename or out_dir
+        fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
     if json_summary:
         print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)}, indent=1))
         return
@@ -92,16 +114,27 @@ def plan(
     )
 
 
+@app.command("report")
+def report_cmd(
+    stack: StackOpt = None,
+    spec: SpecOpt = None,
+    project_dir: ProjectOpt = Path("."),
+    out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
+) -> None:
+    """Write the pod's HTML report (build/<name>/report/index.html: overview, fabric, floor plan,
+    power and cooling, rack elevations, cable schedules, BOM). It is written with the plan's
+    artifacts, as `plan --report` does, so report, bom.csv and labels.csv always agree."""
+    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=False, report=True)
+    name = stack or load(stack, spec, project_dir)[0]
+    console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
+
+
 def _load_either(ref: str, project_dir: Path) -> PodSpec:
     path = Path(ref)
-    if path.is_file():
-        return load(None, path, project_dir)[1] if "superpod:pod" not in path.read_text() else _stack_from_path(path)
-    return load(ref, None, project_dir)[1]
-
-
-def _stack_from_path(path: Path) -> PodSpec:
-    try:
-        return load_stack_file(str(path))
+    if not path.is_file():
+        return load(ref, None, project_dir)[1]
+    try:  # a stack file or a bare spec, told apart by structure (a comment cannot mislead it)
+        return load_spec_or_stack_file(str(path))
     except SpecErrors as e:
         fail(e.errors)
     except SpecError as e:
