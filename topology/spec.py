@@ -18,6 +18,12 @@ from topology.errors import SpecError, SpecErrors
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Ratio = Annotated[str, Field(pattern=r"^[1-9][0-9]*:[1-9][0-9]*$", description='down:up, e.g. "1:1"')]
+SwitchOs = Annotated[
+    Literal["cumulus", "sonic"], Field(description="switch OS the configs are rendered for (NVUE or config_db + FRR)")
+]
+BgpPeering = Annotated[
+    Literal["numbered", "unnumbered"], Field(description="eBGP over the planned /31s, or BGP unnumbered (IPv6 LLA)")
+]
 
 
 class _Spec(BaseModel):
@@ -45,6 +51,8 @@ class ComputeFabric(_Spec):
     spine_count: PositiveInt | None = Field(
         None, description="override: spines (two tiers) or spines per block (three tiers)"
     )
+    switch_os: SwitchOs = "cumulus"
+    bgp_peering: BgpPeering = "numbered"
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _ufm = field_validator("ufm_model")(lambda v: _known("appliances", v))
@@ -57,6 +65,7 @@ class StorageFabric(_Spec):
     storage_servers: Annotated[int, Field(ge=0)] = 8
     server_model: str = "storage-server"
     min_spines: PositiveInt = 2
+    switch_os: SwitchOs = "cumulus"
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _server = field_validator("server_model")(lambda v: _known("appliances", v))
@@ -69,6 +78,7 @@ class Inband(_Spec):
     min_core_switches: PositiveInt = 2
     mgmt_nodes: Annotated[int, Field(ge=0)] = 3
     mgmt_node_model: str = "mgmt-server"
+    switch_os: SwitchOs = "cumulus"
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))
@@ -79,6 +89,7 @@ class Oob(_Spec):
     switch_model: str = "sn2201"
     uplinks_per_switch: PositiveInt = 2
     aggregation_model: str = "sn4600c"
+    switch_os: SwitchOs = "cumulus"
 
     _switch = field_validator("switch_model", "aggregation_model")(lambda v: _known("switches", v))
 

@@ -1,0 +1,34 @@
+"""Switch configurations from the layout: one OS-neutral intent per switch (build.py, from the
+section functions), one thin renderer per OS. Files land in build/<stack>/switches/<device>/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from topology import catalog
+from topology.model import Layout
+from topology.render.switches.build import build_intents
+from topology.render.switches.frr import render_frr
+from topology.render.switches.nvue import render_nvue
+from topology.render.switches.opensm import opensm_conf, partitions_conf
+from topology.render.switches.sonic import render_config_db, sonic_ports
+
+SUBDIR = "switches"
+
+
+def render_switch_configs(layout: Layout, out_dir: Path) -> dict[Path, str]:
+    cat = catalog.load()
+    base = Path(out_dir) / SUBDIR
+    files: dict[Path, str] = {}
+    for sw in build_intents(layout):
+        model = cat.switches[sw.model]
+        if sw.os == "sonic":
+            names = sonic_ports(model)
+            files[base / sw.name / "config_db.json"] = render_config_db(sw, model)
+            files[base / sw.name / "frr.conf"] = render_frr(sw, lambda p, n=names: n[p][0])
+        else:
+            files[base / sw.name / "startup.yaml"] = render_nvue(sw)
+    if layout.spec.compute_fabric.kind == "infiniband":
+        files[base / "subnet-manager" / "opensm.conf"] = opensm_conf(layout)
+        files[base / "subnet-manager" / "partitions.conf"] = partitions_conf(layout)
+    return files

@@ -1,0 +1,144 @@
+"""Layout -> one SwitchIntent per Ethernet switch, composed from the section functions."""
+
+from __future__ import annotations
+
+import netaddr
+
+from topology import catalog
+from topology.model import Address, Device, Layout, Link
+from topology.render.switches import sections
+from topology.render.switches.intent import SwitchIntent
+from topology.render.switches.qos import ROCE_QOS
+
+FABRIC_OF_ROLE = {
+    "leaf": "compute",
+    "spine": "compute",
+    "core": "compute",
+    "storage_leaf": "storage",
+    "storage_spine": "storage",
+    "inband_switch": "inband",
+    "inband_core": "inband",
+    "oob_switch": "oob",
+    "oob_aggregation": "oob",
+}
+
+
+def switch_os(spec, fabric: str) -> str:
+    return {
+        "compute": spec.compute_fabric.switch_os,
+        "storage": spec.storage_fabric.switch_os,
+        "inband": spec.management.inband.switch_os,
+        "oob": spec.management.oob.switch_os,
+    }[fabric]
+
+
+def _access_vlans(device: Device, links: list[Link], own: dict[str, Address], layout: Layout) -> dict[str, int]:
+    """Bridged host ports: per-leaf rails, storage host ports, in-band and OOB device ports."""
+    out: dict[str, int] = {}
+    for lk in links:
+        local, _peer, _ = sections.far_end(lk, device.name)
+        if lk.tier == "node-leaf" and device.rail is not None and f"vlan{sections.rail_vlan(device.rail)}" in own:
+            out[local] = sections.rail_vlan(device.rail)
+        elif lk.tier in ("node-storage_leaf", "server-storage_leaf"):
+            out[local] = sections.STORAGE_VLAN
+        elif lk.tier in ("node-inband", "mgmt-core"):
+            out[local] = sections.INBAND_VLAN
+        elif lk.tier == "device-oob" and lk.b_device == device.name:
+            out[local] = sections.OOB_VLAN
+    return out
+
+
+def _gateways(device: Device, links: list[Link], own: dict[str, Address], layout: Layout) -> dict[int, str]:
+    """Gateways this switch owns: the per-leaf rail subnet, or the storage subnet of its hosts
+    (the hosts' planned gateway, with the subnet's prefix length)."""
+    out: dict[int, str] = {}
+    if device.rail is not None:
+        vlan = sections.rail_vlan(device.rail)
+        if f"vlan{vlan}" in own:
+            out[vlan] = own[f"vlan{vlan}"].address
+    if device.role == "storage_leaf":
+        for lk in links:
+            host = layout.addresses_by_device.get(lk.a_device, [])
+            for a in host:
+                if a.interface == lk.a_port and a.pool == "storage" and a.peer:
+                    out[sections.STORAGE_VLAN] = f"{a.peer}/{a.network.split('/')[1]}"
+    return out
+
+
+def _host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device) -> list[str]:
+    """Subnets a leaf originates: its rail /31s (p2p) or its gateway subnets."""
+    nets = [a.network for a in own.values() if a.pool == "rails" and not a.interface.startswith("vlan")]
+    nets += [str(netaddr.IPNetwork(gw).cidr) for gw in gateways.values()]
+    return nets
+
+
+def build_intents(layout: Layout) -> list[SwitchIntent]:
+    spec = layout.spec
+    cat = catalog.load()
+    links_of: dict[str, list[Link]] = {}
+    for lk in layout.links:
+        links_of.setdefault(lk.a_device, []).append(lk)
+        links_of.setdefault(lk.b_device, []).append(lk)
+    by_end = {(a.device, a.interface): a for a in layout.addresses}
+    asn = {a.device: a.asn for a in layout.asns}
+    host_space = netaddr.IPSet(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
+    roce = spec.compute_fabric.kind == "roce"
+    out = []
+    for d in layout.devices:
+        fabric = FABRIC_OF_ROLE.get(d.role)
+        model = cat.switches.get(d.model)
+        if fabric is None or model is None or model.kind != "ethernet":
+            continue  # InfiniBand switches are configured by the subnet manager (opensm.py)
+        links = links_of.get(d.name, [])
+        own = {a.interface: a for a in layout.addresses_by_device.get(d.name, [])}
+        data_links = [lk for lk in links if lk.tier != "device-oob" or lk.b_device == d.name]
+        if d.role == "oob_aggregation" or d.role == "oob_switch":
+            data_links = links  # an OOB switch's own eth0 uplink is a cable of the OOB fabric
+        data_links = [
+            lk
+            for lk in data_links
+            if not (lk.tier == "device-oob" and lk.a_device == d.name and lk.a_port == model.mgmt_port)
+        ]
+        port_list = sections.ports(
+            d.name, data_links, own, _access_vlans(d, data_links, own, layout), roce and fabric == "compute"
+        )
+        gateways = _gateways(d, data_links, own, layout)
+        unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
+        bgp = None
+        if d.name in asn:
+            subnets = _host_subnets(own, gateways, d)
+            mine = netaddr.IPSet(subnets)
+            aggs = sections.aggregates(subnets, host_space - mine)
+            nbrs = sections.neighbors(d.name, data_links, by_end, asn, unnumbered)
+            bgp = sections.bgp(asn[d.name], sections.loopback(own).split("/")[0], nbrs, subnets, aggs, unnumbered)
+        vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
+        svis = sections.gateway_svis(gateways)
+        if "vlan1" in own and d.role == "oob_switch":
+            svis += (sections.Svi(sections.OOB_VLAN, own["vlan1"].address),)
+        out.append(
+            SwitchIntent(
+                name=d.name,
+                role=d.role,
+                model=d.model,
+                os=switch_os(spec, fabric),
+                fabric=fabric,
+                ports=port_list,
+                breakouts=sections.breakouts(model, port_list),
+                loopback=sections.loopback(own),
+                mgmt=sections.mgmt(model, own),
+                bgp=bgp,
+                vlans=tuple(vlans),
+                svis=svis,
+                qos=ROCE_QOS if roce and fabric == "compute" else None,
+                notes=_notes(d.role),
+            )
+        )
+    return out
+
+
+def _notes(role: str) -> tuple[str, ...]:
+    if role == "inband_switch":
+        return ("in-band gateway: the plan gives the pair no switch addresses; the SU subnet's gateway is not placed",)
+    if role == "oob_aggregation":
+        return ("OOB rack gateways: not placed by the plan",)
+    return ()

@@ -1,0 +1,58 @@
+"""SwitchIntent -> frr.conf (SONiC with docker_routing_config_mode: split, or plain FRR).
+
+Interface addresses stay with the OS (SONiC's INTERFACE table, or the kernel in the lab): FRR
+learns them through zebra, so this file holds routing only and works on any port naming.
+"""
+
+from __future__ import annotations
+
+from topology.render.files import GENERATED
+from topology.render.switches.intent import SwitchIntent
+
+
+def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
+    """`port_name` maps a planned port to the OS's name (unnumbered sessions name ports)."""
+    lines = [
+        f"! {GENERATED}",
+        f"! {sw.name} ({sw.role}, {sw.model})",
+        "frr defaults datacenter",
+        f"hostname {sw.name}",
+        "log syslog informational",
+        "service integrated-vtysh-config",
+        "!",
+    ]
+    b = sw.bgp
+    if b is None:
+        return "\n".join(lines) + "\n"
+    if b.unnumbered:
+        for n in b.neighbors:
+            lines += [f"interface {port_name(n.interface)}", " ipv6 nd ra-interval 10", " no ipv6 nd suppress-ra", "!"]
+    lines += [
+        f"router bgp {b.asn}",
+        f" bgp router-id {b.router_id}",
+        " bgp bestpath as-path multipath-relax",
+        " no bgp ebgp-requires-policy",
+        " no bgp default ipv4-unicast",
+    ]
+    lines.append(" neighbor FABRIC peer-group")
+    lines.append(" neighbor FABRIC timers 3 9")
+    lines.append(" neighbor FABRIC advertisement-interval 0")
+    for n in b.neighbors:
+        if b.unnumbered:
+            lines.append(f" neighbor {port_name(n.interface)} interface peer-group FABRIC")
+            lines.append(f" neighbor {port_name(n.interface)} remote-as {n.remote_as}")
+            lines.append(f" neighbor {port_name(n.interface)} description {n.peer}")
+        else:
+            lines.append(f" neighbor {n.address} peer-group FABRIC")
+            lines.append(f" neighbor {n.address} remote-as {n.remote_as}")
+            lines.append(f" neighbor {n.address} description {n.peer}")
+    lines.append(" !")
+    lines.append(" address-family ipv4 unicast")
+    lines += [f"  network {net}" for net in b.networks]
+    lines += [f"  aggregate-address {agg} summary-only" for agg in b.aggregates]
+    lines.append("  neighbor FABRIC activate")
+    if b.unnumbered:
+        lines.append("  neighbor FABRIC capability extended-nexthop")
+    lines.append(f"  maximum-paths {b.max_paths}")
+    lines += [" exit-address-family", "exit", "!"]
+    return "\n".join(lines) + "\n"

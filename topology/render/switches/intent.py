@@ -1,0 +1,98 @@
+"""The OS-neutral intent of one switch: what it must do, in the plan's own names.
+
+Built from the layout by the section functions in `sections.py`; rendered into an OS's
+syntax by one thin renderer per OS (`nvue.py`, `sonic.py`, `frr.py`). Nothing here knows a
+syntax, and no renderer recomputes topology.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+JUMBO_MTU = 9216  # every fabric port; hosts run 9000 on the rails, headroom for encapsulation
+
+
+@dataclass(frozen=True, slots=True)
+class Port:
+    name: str  # planned port name, as in cabling.csv (swp1, swp1s0)
+    speed_gbps: int
+    peer: str  # "device:port" at the cable's other end
+    address: str = ""  # with prefix length; "" for L2 or unnumbered ports
+    access_vlan: int | None = None  # L2 access port of a bridged subnet
+    lossless: bool = False  # RoCE lossless QoS (PFC, ECN, watchdog) applies here
+    mtu: int = JUMBO_MTU
+
+
+@dataclass(frozen=True, slots=True)
+class Breakout:
+    cage: str  # parent port name (swp1)
+    lanes: int  # sub-ports it splits into
+    speed_gbps: int  # speed of each sub-port
+
+
+@dataclass(frozen=True, slots=True)
+class Svi:
+    vlan: int
+    address: str  # the subnet's gateway, with prefix length
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbor:
+    peer: str  # planned device name
+    interface: str  # local port
+    address: str  # peer's address ("" for unnumbered: the session runs over the port's IPv6 LLA)
+    remote_as: int
+
+
+@dataclass(frozen=True, slots=True)
+class Bgp:
+    asn: int
+    router_id: str
+    neighbors: tuple[Neighbor, ...]
+    networks: tuple[str, ...]  # prefixes originated exactly (loopback, connected rail/storage subnets)
+    aggregates: tuple[str, ...]  # summaries announced instead of those subnets (summary-only)
+    unnumbered: bool = False
+    max_paths: int = 64  # ECMP width cap; the fabric's real width is its uplink count
+
+
+@dataclass(frozen=True, slots=True)
+class Mgmt:
+    interface: str  # eth0
+    address: str  # OOB address with prefix length
+    gateway: str
+    vrf: str = "mgmt"
+
+
+@dataclass(frozen=True, slots=True)
+class Qos:
+    """Lossless RoCE, the switch side of roles/roce_qos's host defaults."""
+
+    trust: str  # dscp
+    dscp_to_tc: tuple[tuple[int, int], ...]  # (dscp, traffic class)
+    pfc_priorities: tuple[int, ...]
+    ecn_traffic_classes: tuple[int, ...]
+    cnp_dscp: int
+    ecn_min_bytes: int
+    ecn_max_bytes: int
+    ecn_probability: int  # percent at max threshold
+    pfcwd_detection_ms: int
+    pfcwd_restoration_ms: int
+    pfcwd_action: str  # drop
+
+
+@dataclass(frozen=True)
+class SwitchIntent:
+    name: str
+    role: str
+    model: str
+    os: str  # cumulus | sonic
+    fabric: str  # compute, storage, inband, oob
+    ports: tuple[Port, ...]
+    breakouts: tuple[Breakout, ...] = ()
+    loopback: str = ""  # /32
+    mgmt: Mgmt | None = None
+    bgp: Bgp | None = None
+    vlans: tuple[int, ...] = ()
+    svis: tuple[Svi, ...] = ()
+    qos: Qos | None = None
+    notes: tuple[str, ...] = field(default=())  # what the plan leaves to the operator, said in the config

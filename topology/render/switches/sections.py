@@ -1,0 +1,123 @@
+"""Section functions: each fills one part of a switch's intent from the switch's links and
+addresses, taking only what it needs as arguments (so a value's origin is one call away)."""
+
+from __future__ import annotations
+
+import netaddr
+
+from topology.catalog import SwitchModel
+from topology.model import Address, Link
+from topology.render.switches.intent import Bgp, Breakout, Mgmt, Neighbor, Port, Svi
+
+LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
+STORAGE_VLAN = 200
+INBAND_VLAN = 10
+OOB_VLAN = 2  # SONiC reserves VLAN 1 (its models refuse Vlan1)
+
+
+def rail_vlan(rail: int) -> int:
+    return 100 + rail  # as ipam names the per-leaf gateway interface (vlan1NN)
+
+
+def far_end(link: Link, device: str) -> tuple[str, str, str]:
+    """(local port, peer device, peer port) of `link` seen from `device`."""
+    if link.a_device == device:
+        return link.a_port, link.b_device, link.b_port
+    return link.b_port, link.a_device, link.a_port
+
+
+def ports(
+    device: str, links: list[Link], addresses: dict[str, Address], access_vlan: dict[str, int], roce: bool
+) -> tuple[Port, ...]:
+    """One port per planned cable end, with its planned address (routed) or access VLAN (bridged)."""
+    out = []
+    for lk in links:
+        local, peer, peer_port = far_end(lk, device)
+        addr = addresses.get(local)
+        out.append(
+            Port(
+                name=local,
+                speed_gbps=lk.speed_gbps,
+                peer=f"{peer}:{peer_port}",
+                address=addr.address if addr and addr.pool in ("rails", "fabric_p2p") else "",
+                access_vlan=access_vlan.get(local),
+                lossless=roce and lk.tier in LOSSLESS_TIERS,
+            )
+        )
+    return tuple(sorted(out, key=lambda p: _port_key(p.name)))
+
+
+def _port_key(name: str) -> tuple:
+    digits = "".join(c if c.isdigit() else " " for c in name).split()
+    return tuple(int(d) for d in digits) + (name,)
+
+
+def breakouts(model: SwitchModel, port_list: tuple[Port, ...]) -> tuple[Breakout, ...]:
+    """Cages whose planned ports are breakout sub-ports (swp1s0, swp1s1): split at the model's
+    lane count for that speed, so unused sub-ports exist too."""
+    if not model.breakout_name:
+        return ()
+    prefix, _, _ = model.breakout_name.partition("{cage}")
+    cages: dict[str, int] = {}
+    for p in port_list:
+        rest = p.name.removeprefix(prefix)
+        if rest != p.name and "s" in rest:
+            cage = rest.split("s")[0]
+            cages[f"{prefix}{cage}"] = p.speed_gbps
+    return tuple(
+        Breakout(cage, model.lanes[speed], speed)
+        for cage, speed in sorted(cages.items(), key=lambda c: _port_key(c[0]))
+    )
+
+
+def loopback(addresses: dict[str, Address]) -> str:
+    lo = addresses.get("lo")
+    return lo.address if lo else ""
+
+
+def mgmt(model: SwitchModel, addresses: dict[str, Address]) -> Mgmt | None:
+    a = addresses.get(model.mgmt_port)
+    return Mgmt(model.mgmt_port, a.address, a.peer) if a else None
+
+
+def neighbors(
+    device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int], unnumbered: bool
+) -> tuple[Neighbor, ...]:
+    """An eBGP session per link to another routed switch: remote-as is the peer's planned ASN."""
+    out = []
+    for lk in links:
+        local, peer, peer_port = far_end(lk, device)
+        if peer not in asn:
+            continue
+        peer_addr = addresses.get((peer, peer_port))
+        if not unnumbered and peer_addr is None:
+            continue
+        out.append(Neighbor(peer, local, "" if unnumbered else peer_addr.address.split("/")[0], asn[peer]))
+    return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
+
+
+def aggregates(own: list[str], others: netaddr.IPSet) -> tuple[str, ...]:
+    """The fewest prefixes covering this switch's host subnets: one spanning prefix when it holds
+    nobody else's addresses (the plan aligns each leaf's block), else the exact merge."""
+    if not own:
+        return ()
+    nets = [netaddr.IPNetwork(n) for n in own]
+    span = nets[0].cidr if len(nets) == 1 else netaddr.spanning_cidr(nets)
+    if not (netaddr.IPSet([span]) & others):
+        return (str(span),)
+    return tuple(str(n) for n in netaddr.cidr_merge(nets))
+
+
+def bgp(
+    asn: int, router_id: str, nbrs: tuple[Neighbor, ...], subnets: list[str], aggs: tuple[str, ...], unnumbered: bool
+) -> Bgp:
+    """Originates the loopback and each connected host subnet (a `network` needs the exact route),
+    and announces only the summaries where they differ from the subnets themselves."""
+    exact = sorted(set(subnets), key=lambda n: netaddr.IPNetwork(n))
+    summaries = () if set(aggs) == set(exact) else aggs
+    networks = ((f"{router_id}/32",) if router_id else ()) + tuple(exact)
+    return Bgp(asn, router_id, nbrs, networks, summaries, unnumbered)
+
+
+def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
+    return tuple(Svi(vlan, gw) for vlan, gw in sorted(vlan_gateways.items()))
