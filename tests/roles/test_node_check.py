@@ -203,3 +203,62 @@ def test_report_table_counts_and_aligns():
     status_col = lines[1].index("STATUS")
     assert all(line[status_col - 2:status_col] == "  " for line in lines[2:])
     assert any(line.startswith("persistence mode") and line.endswith("MISMATCH") for line in lines)
+
+
+# ---- rail LLDP: each rail's neighbor is its planned leaf port --------------------------------------
+def lldp_json(neighbors):
+    """`lldpctl -f json` as lldpd prints it: one interface an object, several a list."""
+    items = [{ifname: {"via": "LLDP", "rid": "1",
+                       "chassis": {name: {"id": {"type": "mac", "value": "9c:05:91:00:00:01"}, "ttl": "120"}},
+                       "port": {"id": {"type": "ifname", "value": port}, "descr": port, "ttl": "120"}}}
+             for ifname, (name, port) in neighbors.items()]
+    return {"lldp": {"interface": items[0] if len(items) == 1 else items}}
+
+
+LLDP_RAILS = [{"name": f"rail{i}", "netdev": nd, "mtu": None, "speed": None, "leaf": f"su01-leaf-rail{i}",
+               "leaf_port": "swp1"} for i, nd in enumerate(["enp24s0np0", "enp64s0np0", "enp79s0np0", "enp94s0np0"])]
+
+
+def test_lldp_parses_json_and_json0():
+    one = nc.parse_lldp_neighbors(lldp_json({"enp24s0np0": ("su01-leaf-rail0", "swp1")}))
+    assert one == {"enp24s0np0": [("su01-leaf-rail0", "swp1")]}
+    json0 = {"lldp": [{"interface": [{"name": "enp64s0np0", "via": "LLDP",
+                                      "chassis": [{"id": [{"type": "mac", "value": "aa"}],
+                                                   "name": [{"value": "su01-leaf-rail1"}]}],
+                                      "port": [{"id": [{"type": "ifname", "value": "swp1"}]}]}]}]}
+    assert nc.parse_lldp_neighbors(json0) == {"enp64s0np0": [("su01-leaf-rail1", "swp1")]}
+    assert nc.parse_lldp_neighbors({"lldp": {}}) == {}
+
+
+def test_rail_lldp_all_on_their_planned_leaf_port():
+    seen = nc.parse_lldp_neighbors(lldp_json({r["netdev"]: (r["leaf"], "swp1") for r in LLDP_RAILS}))
+    rows = nc.compare_rail_lldp(seen, LLDP_RAILS, "auto")
+    assert [r["status"] for r in rows] == [nc.OK] * 4
+    assert rows[0]["check"] == "lldp rail0 enp24s0np0" and rows[0]["expected"] == "su01-leaf-rail0 swp1"
+
+
+def test_rail_lldp_names_swapped_rails_wrong_port_and_silence():
+    seen = nc.parse_lldp_neighbors(lldp_json({
+        "enp24s0np0": ("su01-leaf-rail0", "swp1"),
+        "enp64s0np0": ("su01-leaf-rail2", "swp1"),  # rails 1 and 2 swapped at the node
+        "enp79s0np0": ("su01-leaf-rail1", "swp1"),
+    }))
+    seen["enp24s0np0"] = [("su01-leaf-rail0", "swp3")]  # one port off
+    rows = by_check(nc.compare_rail_lldp(seen, LLDP_RAILS, "auto"))
+    assert rows["lldp rail1 enp64s0np0"]["status"] == nc.MISMATCH
+    assert rows["lldp rail1 enp64s0np0"]["actual"] == "su01-leaf-rail2 swp1"
+    assert rows["lldp rail1 enp64s0np0"]["detail"] == "cable reaches rail2's leaf: rails swapped"
+    assert rows["lldp rail2 enp79s0np0"]["detail"] == "cable reaches rail1's leaf: rails swapped"
+    assert rows["lldp rail0 enp24s0np0"]["detail"] == "wrong port on su01-leaf-rail0: move to swp1"
+    assert (rows["lldp rail3 enp94s0np0"]["status"], rows["lldp rail3 enp94s0np0"]["actual"]) == (
+        nc.MISMATCH, "no LLDP neighbor")
+
+
+@pytest.mark.parametrize(("mode", "status"), [("auto", nc.SKIPPED), ("required", nc.MISMATCH)])
+def test_rail_lldp_without_lldpd(mode, status):
+    (r,) = nc.compare_rail_lldp(None, LLDP_RAILS, mode, "lldpctl not installed")
+    assert (r["check"], r["actual"], r["status"]) == ("rail LLDP", "lldpctl not installed", status)
+    (off,) = nc.compare_rail_lldp(None, LLDP_RAILS, "off")
+    assert off["status"] == nc.SKIPPED
+    (unplanned,) = nc.compare_rail_lldp({}, [dict(LLDP_RAILS[0], leaf=None)], "auto")
+    assert unplanned["status"] == nc.NOT_PLANNED

@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import glob
+import json
 import os
 import re
 
@@ -15,7 +16,8 @@ module: superpod_node_check
 short_description: Compare a GPU node's live state with its plan (read-only)
 description:
   - Reads nvidia-smi, /proc/cmdline, the bootloader command line stamp, /proc/meminfo and the
-    HugePages sysfs pools, cpufreq governors, cpuidle states and rail NIC link state.
+    HugePages sysfs pools, cpufreq governors, cpuidle states, rail NIC link state and each rail's
+    LLDP neighbor (lldpctl), which must be the rail's planned leaf port.
   - Returns one row per check (expected, actual, status). Never changes the node.
 options:
   expected:
@@ -42,6 +44,18 @@ options:
     description: File holding the command line last handed to the bootloader.
     type: path
     default: /var/lib/superpod/bootloader-cmdline
+  rail_lldp:
+    description:
+      - Each rail's LLDP neighbor must be its planned leaf and port (links[].leaf, links[].leaf_port).
+      - auto checks when lldpctl answers and says why it skipped otherwise; required makes a missing
+        lldpd a mismatch; off does not check.
+    type: str
+    choices: [auto, required, "off"]
+    default: auto
+  lldpctl:
+    description: lldpctl command (name or path); lldpd comes from the lldp role.
+    type: str
+    default: lldpctl
 author: superpod
 """
 
@@ -312,6 +326,77 @@ def compare_links(links, expected, require):
     return rows
 
 
+def parse_lldp_neighbors(doc):
+    """{local ifname: [(system name, port)]} from `lldpctl -f json` or `-f json0` output (lldpd
+    collapses one-element lists to objects in json; json0 keeps lists and {"value": x})."""
+    def listed(v):
+        return [] if v is None else v if isinstance(v, list) else [v]
+
+    def plain(v):
+        while isinstance(v, list):
+            v = v[0] if v else None
+        return v["value"] if isinstance(v, dict) and "value" in v else v
+
+    out = {}
+    for lldp in listed((doc or {}).get("lldp")):
+        for item in listed(lldp.get("interface") if isinstance(lldp, dict) else None):
+            if not isinstance(item, dict):
+                continue
+            pairs = [(plain(item["name"]), item)] if "name" in item else list(item.items())
+            for ifname, rec in pairs:
+                if not isinstance(rec, dict):
+                    continue
+                name = None
+                for ch in listed(rec.get("chassis")):
+                    if "name" in ch:
+                        name = plain(ch["name"])
+                    else:
+                        name = next((k for k, v in ch.items() if isinstance(v, dict) and k != "id"), name)
+                port = None
+                for p in listed(rec.get("port")):
+                    pid = (listed(p.get("id")) or [{}])[0]
+                    kind, value = plain(pid.get("type")), plain(pid.get("value"))
+                    port = value if kind in ("ifname", "local") else (plain(p.get("descr")) or value)
+                if name and port:
+                    out.setdefault(str(ifname), []).append((str(name), str(port)))
+    return out
+
+
+def compare_rail_lldp(neighbors, expected, mode, reason=""):
+    """neighbors: parse_lldp_neighbors() output, None when lldpctl did not answer (reason says why).
+    expected: the links rows with "leaf" and "leaf_port". A rail whose cable reaches another rail's
+    leaf still links up: only LLDP shows the swap that halves NCCL's bandwidth."""
+    planned_rails = [w for w in expected if planned(w.get("leaf")) and planned(w.get("leaf_port"))]
+    if mode == "off":
+        return [row("rail LLDP", "off", "not checked", SKIPPED, "node_check_rail_lldp is off")]
+    if not planned_rails:
+        return [row("rail LLDP", "not planned", "no rail leaf ports in the inventory", NOT_PLANNED)]
+    if neighbors is None:
+        return [row("rail LLDP", "lldpd neighbors", reason or "lldpctl did not answer",
+                    MISMATCH if mode == "required" else SKIPPED,
+                    "" if mode == "required" else "run the lldp role (node_check_rail_lldp: auto)")]
+    leaf_of = {w["leaf"]: w["name"] for w in planned_rails}
+    rows = []
+    for want in planned_rails:
+        label = f"lldp {want['name']} {want['netdev']}"
+        target = (want["leaf"], want["leaf_port"])
+        seen = neighbors.get(want["netdev"]) or []
+        actual = ", ".join(f"{n} {p}" for n, p in seen) or "no LLDP neighbor"
+        if target in seen:
+            rows.append(row(label, f"{target[0]} {target[1]}", actual, OK))
+            continue
+        if not seen:
+            detail = "cable unplugged, link down or lldpd off on the leaf"
+        elif seen[0][0] in leaf_of and seen[0][0] != want["leaf"]:
+            detail = f"cable reaches {leaf_of[seen[0][0]]}'s leaf: rails swapped"
+        elif seen[0][0] == want["leaf"]:
+            detail = f"wrong port on {want['leaf']}: move to {want['leaf_port']}"
+        else:
+            detail = "cable reaches a device that is not this rail's leaf"
+        rows.append(row(label, f"{target[0]} {target[1]}", actual, MISMATCH, detail))
+    return rows
+
+
 def render_table(host, rows):
     heads = ("CHECK", "EXPECTED", "ACTUAL", "STATUS")
     cells = [(r["check"], r["expected"], r["actual"], r["status"] + (f" ({r['detail']})" if r["detail"] else ""))
@@ -373,6 +458,20 @@ def read_link(netdev):
             "speed": int(speed) if speed and speed.isdigit() else None}
 
 
+def read_lldp(module, lldpctl):
+    """(neighbors, reason): neighbors None when lldpctl is missing or fails."""
+    path = lldpctl if os.path.isabs(lldpctl) else module.get_bin_path(lldpctl)
+    if not path or not os.path.exists(path):
+        return None, "lldpctl not installed"
+    rc, out, err = module.run_command([path, "-f", "json"])
+    if rc != 0:
+        return None, f"lldpctl rc={rc}: {(err or out).strip()[:200]}"
+    try:
+        return parse_lldp_neighbors(json.loads(out)), ""
+    except ValueError as e:
+        return None, f"lldpctl printed no JSON: {e}"
+
+
 def read_gpus(module, nvidia_smi):
     """(gpus, reason): gpus None when there is no usable nvidia-smi or no GPU."""
     path = nvidia_smi if os.path.isabs(nvidia_smi) else module.get_bin_path(nvidia_smi)
@@ -394,6 +493,8 @@ def main():
             "host_kernel_checks": {"type": "bool", "default": True},
             "nvidia_smi": {"type": "str", "default": "nvidia-smi"},
             "bootloader_stamp": {"type": "path", "default": "/var/lib/superpod/bootloader-cmdline"},
+            "rail_lldp": {"type": "str", "choices": ["auto", "required", "off"], "default": "auto"},
+            "lldpctl": {"type": "str", "default": "lldpctl"},
         },
         supports_check_mode=True,
     )
@@ -406,6 +507,7 @@ def main():
         module.fail_json(msg=f"cannot parse nvidia-smi output: {e}")
     bootloader = _read(p["bootloader_stamp"])
     links = {link["netdev"]: read_link(link["netdev"]) for link in exp.get("links") or []}
+    neighbors, lldp_reason = read_lldp(module, p["lldpctl"]) if p["rail_lldp"] != "off" else (None, "")
     rows = (compare_gpus(gpus, exp, p["require_gpu"], reason)
             + compare_hugepages(parse_meminfo(_read("/proc/meminfo") or ""), read_hugepage_pools(),
                                 exp.get("hugepages") or {}, host_kernel)
@@ -414,7 +516,8 @@ def main():
                               exp.get("cmdline") or [], host_kernel)
             + compare_governor(read_governors(), exp.get("governor"), host_kernel)
             + compare_cstates(read_cpuidle(), exp.get("cstates_limited"), host_kernel)
-            + compare_links(links, exp.get("links") or [], p["require_rail_links"]))
+            + compare_links(links, exp.get("links") or [], p["require_rail_links"])
+            + compare_rail_lldp(neighbors, exp.get("links") or [], p["rail_lldp"], lldp_reason))
     module.exit_json(changed=False, checks=rows, mismatches=[r for r in rows if r["status"] == MISMATCH],
                      report=render_table(exp.get("host", ""), rows))
 
