@@ -269,12 +269,12 @@ def validate(
     from topology.operate import validate as v
 
     try:
+        globs = tuple(g.strip() for g in devices.split(",") if g.strip()) if devices else ()
         if from_dir is None:
             from topology.operate.lldp_collect import collect
 
-            from_dir = collect(project_dir, stack, tuple(inventory_overlay or ()), runs_dir, err)
+            from_dir = collect(project_dir, stack, tuple(inventory_overlay or ()), runs_dir, err, globs)
         fabrics = tuple(fabric) if fabric else v.DEFAULT_FABRICS
-        globs = tuple(g.strip() for g in devices.split(",") if g.strip()) if devices else ()
         result, tasks, _ = v.validate(plan_dir or project_dir / "build" / stack, from_dir, fabrics, globs)
     except SpecError as e:
         fail(e)

@@ -20,11 +20,13 @@ from topology.operate.runs import (
 
 
 def collect(project_dir: Path, stack: str, overlays: tuple[Path, ...], runs_dir: Path | None,
-            err: Console) -> Path:
+            err: Console, devices: tuple[str, ...] = ()) -> Path:
+    """The folder of lldpctl JSON and port facts, one pair per host that answered; `devices`
+    (validate's --devices globs) limits the hosts asked, as ansible --limit patterns."""
     import ansible_runner
 
     req = RunRequest(project_dir=project_dir, stack=stack, kind="validate", overlays=overlays, runs_dir=runs_dir,
-                     playbook=project_dir / "playbooks" / "lldp_collect.yml")
+                     playbook=project_dir / "playbooks" / "lldp_collect.yml", limit=",".join(devices) or None)
     try:
         check_request(req)
     except OperateError as e:
