@@ -29,7 +29,7 @@ ROLE_COLOR = {
     "inband_switch": "#b07aa1", "inband_core": "#d4a6c8", "mgmt_node": "#9d7660",
     "oob_switch": "#bab0ac", "oob_aggregation": "#79706e", "cdu": "#76b7b2", "pdu": "#555555",
 }  # fmt: skip
-BOX_W, BOX_H, GAP, LEVEL_H = 96, 38, 10, 110
+BOX_W, BOX_H, GAP, LEVEL_H, MARGIN = 104, 38, 10, 100, 110
 
 
 @dataclass
@@ -41,6 +41,7 @@ class Box:
     color: str
     href: str = ""
     order: tuple = ()
+    title: str = ""
     x: float = 0.0
     y: float = 0.0
     w: float = BOX_W
@@ -67,12 +68,13 @@ class Diagram:
 
 
 def _group(d: Device) -> tuple[str, str, int]:
-    """(key, label, order) of the aggregated box a device is drawn in."""
+    """(key, label, order) of the aggregated box a device is drawn in; the level's name stands
+    beside the drawing, so an SU's boxes need only the SU."""
     role = d.role
     if role in ("gpu_node", "leaf", "storage_leaf", "inband_switch") and d.su is not None:
-        return f"{role}:{d.su}", f"SU{d.su:02d} {ROLE_LABEL[role]}", d.su
+        return f"{role}:{d.su}", f"SU{d.su:02d}", d.su
     if role == "spine" and d.block is not None:
-        return f"spine:{d.block}", f"block {d.block} spines", d.block
+        return f"spine:{d.block}", f"block {d.block}", d.block
     return role, ROLE_LABEL.get(role, role), 0
 
 
@@ -90,9 +92,9 @@ def _place(boxes: list[Box], levels: list[int]) -> tuple[float, float]:
     for lv, row in per_level.items():
         step = width / len(row)
         for i, b in enumerate(row):
-            b.x = round(i * step + (step - b.w) / 2, 1)
+            b.x = round(MARGIN + i * step + (step - b.w) / 2, 1)
             b.y = 30 + rank[lv] * LEVEL_H
-    return width, 30 + len(levels) * LEVEL_H - (LEVEL_H - BOX_H) + 10
+    return width + MARGIN, 30 + len(levels) * LEVEL_H - (LEVEL_H - BOX_H) + 10
 
 
 def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True) -> Diagram | None:
@@ -121,13 +123,18 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         speeds.setdefault(pair, set()).add(lk.speed_gbps)
     if not boxes:
         return None
-    models: dict[str, Counter[str]] = {}
+    level_roles: dict[int, set[str]] = {}
     for key, devs in members.items():
-        models[key] = Counter(by_name[n].model for n in devs)
-        boxes[key].detail = ", ".join(f"{n} × {m}" for m, n in sorted(models[key].items()))
+        roles = Counter(by_name[n].role for n in devs)
+        models = Counter(by_name[n].model for n in devs)
+        boxes[key].detail = ", ".join(f"{n} {ROLE_LABEL.get(r, r)}" for r, n in sorted(roles.items()))
+        boxes[key].title = ", ".join(f"{n} × {m}" for m, n in sorted(models.items()))
+        level_roles.setdefault(boxes[key].level, set()).update(roles)
     ordered = sorted(boxes.values(), key=lambda b: (b.level, b.order))
     levels = sorted({b.level for b in ordered})
     width, height = _place(ordered, levels)
+    names = [(b.y + BOX_H / 2 + 4, " / ".join(sorted(ROLE_LABEL.get(r, r) for r in level_roles[b.level])))
+             for b in {b.level: b for b in ordered}.values()]
     edges = []
     for (ka, kb), n in sorted(pairs.items()):
         a, b = boxes[ka], boxes[kb]
@@ -135,7 +142,7 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
             a, b = b, a
         speed = "/".join(f"{s}G" for s in sorted(speeds[(ka, kb)]))
         edges.append(Edge(a, b, n, _edge_width(n), f"{a.label} – {b.label}: {n} cables, {speed}"))
-    return Diagram(title, round(width, 1), height, ordered, edges)
+    return Diagram(title, round(width, 1), height, ordered, edges, names)
 
 
 def su_diagram(layout: Layout, su: int) -> Diagram:
