@@ -9,11 +9,11 @@ need_apt=()
 command -v python3 >/dev/null || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 command -v git >/dev/null || need_apt+=(git)
-command -v chromium >/dev/null || need_apt+=(chromium)  # headless: the report's browser test
 if [[ "${1:-}" == "--with-containers" ]]; then
   command -v dockerd >/dev/null || need_apt+=(docker.io)
   command -v debootstrap >/dev/null || need_apt+=(debootstrap)
   command -v ip >/dev/null || need_apt+=(iproute2)
+  command -v chromium >/dev/null || need_apt+=(chromium)  # headless: the report's browser test
 fi
 if ((${#need_apt[@]})); then
   sudo_cmd=""; [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
