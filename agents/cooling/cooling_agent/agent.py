@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -55,6 +56,7 @@ class Agent:
         self._engine: SnmpEngine | None = None  # SNMPv3 only
         self._snmp: SnmpClient | None = None  # SNMPv1/v2c: one UDP socket for all PDUs
         self._sem: asyncio.Semaphore | None = None
+        self._parser: ThreadPoolExecutor | None = None  # large Redfish bodies parse here, off the loop
         self._stopping = False
         self.abandoned: list[str] = []  # tasks that outlived stop()'s grace period
 
@@ -66,8 +68,13 @@ class Agent:
             from .snmp_v3 import new_engine
 
             self._engine = new_engine()
+        # bodies are inflated by the Redfish client itself, within a byte limit (gzip bombs)
         self._session = aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit=cfg.max_concurrency, limit_per_host=8, ttl_dns_cache=300))
+            connector=aiohttp.TCPConnector(limit=cfg.max_concurrency, limit_per_host=8, ttl_dns_cache=300),
+            auto_decompress=False)
+        self._parser = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cooling-parse")
+        limits = {"max_body": cfg.redfish_max_body_bytes, "max_members": cfg.redfish_max_members,
+                  "executor": self._parser}
         self._sem = asyncio.Semaphore(cfg.max_concurrency)
         for p in cfg.pdus:
             timeout = p.timeout_s or cfg.timeout_s
@@ -77,13 +84,13 @@ class Agent:
                                     engine=self._engine, rediscover_s=cfg.rediscover_s)
             else:
                 cred = self.credentials.get(p.credentials_ref or p.community_ref)
-                poller = RedfishPduPoller(self._session, p, cred, timeout)
+                poller = RedfishPduPoller(self._session, p, cred, timeout, **limits)
             labels = {"pdu": p.name, "rack": p.rack, "row": p.row, "su": p.su, "feed": p.feed}
             self._add(p, "pdu", poller, labels, timeout)
         for c in cfg.cdus:
             timeout = c.timeout_s or cfg.timeout_s
             if c.protocol == "redfish":
-                poller = RedfishCduPoller(self._session, c, self.credentials.get(c.credentials_ref), timeout)
+                poller = RedfishCduPoller(self._session, c, self.credentials.get(c.credentials_ref), timeout, **limits)
             else:
                 poller = ModbusCduPoller(c, load_register_map(c.modbus_map), timeout)
             labels = {"cdu": c.name, "rack": c.rack, "row": c.row, "su": c.su}
@@ -117,7 +124,8 @@ class Agent:
             samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in combine(result.samples)]
             if health.up == 0 and health.polls:
                 log.info("target %s: recovered", t.name)
-            self.store.update(t.name, up=1.0, last_success=time.time(), last_duration=duration,
+            self.store.update(t.name, up=1.0, degraded=1.0 if result.bad_values else 0.0,
+                              last_success=time.time(), last_duration=duration,
                               consecutive_failures=0, polls=health.polls + 1, samples=samples)
             if result.bad_values:
                 self.store.count_error(t.name, "bad_value", result.bad_values)
@@ -126,7 +134,7 @@ class Agent:
             log.warning("target %s (%s %s:%s) failed: %s: %s", t.name, t.conf.protocol, t.conf.address,
                         t.conf.port or "default", reason, message)
         # stale readings are dropped: a dead target shows as up=0, not as frozen values
-        self.store.update(t.name, up=0.0, last_duration=duration, samples=[],
+        self.store.update(t.name, up=0.0, degraded=0.0, last_duration=duration, samples=[],
                           consecutive_failures=health.consecutive_failures + 1, polls=health.polls + 1)
         self.store.count_error(t.name, reason)
         return False
@@ -185,6 +193,8 @@ class Agent:
                 log.error("stop: %d close call(s) did not end within %gs", stuck, grace_s / 2)
         if self._snmp is not None:
             self._snmp.close()
+        if self._parser is not None:
+            self._parser.shutdown(wait=False, cancel_futures=True)
         if self._engine is not None:
             self._engine.close_dispatcher()
 

@@ -114,6 +114,9 @@ class AgentConfig(_Model):
     max_backoff_s: float = Field(300.0, gt=0)
     rediscover_s: float = Field(3600.0, gt=0)
     max_concurrency: int = Field(512, ge=1)
+    # one device's answer is bounded: body bytes (on the wire and inflated), collection members
+    redfish_max_body_bytes: int = Field(4 << 20, ge=1024)
+    redfish_max_members: int = Field(256, ge=1)
     credentials_file: str | None = None
     ashrae_class: str = "W32"
     feed_imbalance_ratio: float = Field(0.2, ge=0, le=1)

@@ -23,6 +23,7 @@ HEALTH_LABELS = ("target", "kind", "protocol", "rack", "row", "su")
 class TargetHealth:
     labels: dict[str, str]
     up: float = 0.0
+    degraded: float = 0.0  # up, but some readings were unusable (NaN, Inf, wrong type)
     last_success: float = 0.0
     last_duration: float = 0.0
     consecutive_failures: int = 0
@@ -45,7 +46,7 @@ class Store:
 
     def snapshot(self) -> list[TargetHealth]:
         with self._lock:
-            return [TargetHealth(labels=t.labels, up=t.up, last_success=t.last_success,
+            return [TargetHealth(labels=t.labels, up=t.up, degraded=t.degraded, last_success=t.last_success,
                                  last_duration=t.last_duration, consecutive_failures=t.consecutive_failures,
                                  next_delay=t.next_delay, polls=t.polls, errors=dict(t.errors),
                                  samples=t.samples) for t in self.targets.values()]
@@ -134,6 +135,9 @@ class CoolingCollector(Collector):
         hl = list(HEALTH_LABELS)
         fams = {
             "up": GaugeMetricFamily(PREFIX + "target_up", "1 when the last poll of the target succeeded", labels=hl),
+            "degraded": GaugeMetricFamily(PREFIX + "target_degraded",
+                                          "1 when the last poll succeeded but some readings were unusable "
+                                          "(NaN, infinite, wrong type) and were not exported", labels=hl),
             "last": GaugeMetricFamily(PREFIX + "target_last_success_timestamp_seconds",
                                       "Unix time of the last successful poll (0: never)", labels=hl),
             "dur": GaugeMetricFamily(PREFIX + "target_poll_duration_seconds", "Duration of the last poll",
@@ -148,6 +152,7 @@ class CoolingCollector(Collector):
         for t in snap:
             lv = [t.labels.get(k, "") for k in HEALTH_LABELS]
             fams["up"].add_metric(lv, t.up)
+            fams["degraded"].add_metric(lv, t.degraded)
             fams["last"].add_metric(lv, t.last_success)
             fams["dur"].add_metric(lv, t.last_duration)
             fams["fail"].add_metric(lv, t.consecutive_failures)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 
@@ -23,8 +24,13 @@ class Sample:
 @dataclass
 class PollResult:
     samples: list[Sample] = field(default_factory=list)
-    bad_values: int = 0  # readings present but unusable (wrong type, out of range)
+    bad_values: int = 0  # readings present but unusable (wrong type, NaN, infinite): target degraded
 
     def add(self, metric: str, value: float | None, **labels: str) -> None:
-        if value is not None:
-            self.samples.append(Sample(metric, labels, float(value)))
+        if value is None:
+            return
+        value = float(value)
+        if not math.isfinite(value):  # exporting NaN/Inf would pass for a healthy reading
+            self.bad_values += 1
+            return
+        self.samples.append(Sample(metric, labels, value))

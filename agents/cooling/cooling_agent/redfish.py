@@ -1,10 +1,18 @@
 """Redfish pollers: DMTF CoolingUnit (ThermalEquipment/CDUs/{id}) and PowerDistribution
-(PowerEquipment/RackPDUs/{id}).  Sub-resources of one device are fetched concurrently."""
+(PowerEquipment/RackPDUs/{id}).  Sub-resources of one device are fetched concurrently.
+
+A device is not trusted to be small: bodies are read in chunks up to a byte limit, gzip and
+deflate are inflated here (the session's auto-decompression is off) up to the same limit,
+collections may list at most ``max_members`` members, and large bodies are parsed in a
+worker thread, so one hostile device (a gzip bomb, 20,000 members) can neither stall the
+event loop nor grow the agent's memory; it only fails its own poll with reason too_large."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import zlib
+from concurrent.futures import Executor
 from typing import Any
 
 import aiohttp
@@ -26,6 +34,41 @@ _CONNECTOR_READINGS = {
 }
 
 
+DEFAULT_MAX_BODY = 4 << 20  # bytes on the wire and after inflating; a big PDU's outlet list is ~100 KiB
+DEFAULT_MAX_MEMBERS = 256  # a 48-outlet PDU lists 48
+INLINE_PARSE = 64 << 10  # smaller bodies parse on the loop (a thread hop costs more than they do)
+_CHUNK = 64 << 10
+
+
+def inflate(raw: bytes, encoding: str, limit: int) -> bytes:
+    """``raw`` decoded per Content-Encoding, at most ``limit`` bytes out (a bomb stops there)."""
+    encoding = encoding.strip().lower()
+    if encoding in ("", "identity"):
+        return raw
+    if encoding not in ("gzip", "x-gzip", "deflate"):
+        raise PollError("bad_data", f"unsupported Content-Encoding {encoding[:20]!r}")
+    wbits = 16 + zlib.MAX_WBITS if "gzip" in encoding else zlib.MAX_WBITS
+    try:
+        d = zlib.decompressobj(wbits)
+        out = d.decompress(raw, limit + 1)
+    except zlib.error as exc:
+        raise PollError("bad_data", f"{encoding} body does not inflate") from exc
+    if len(out) > limit or d.unconsumed_tail:
+        raise PollError("too_large", f"body inflates past {limit} bytes")
+    return out
+
+
+def parse_body(raw: bytes, encoding: str, limit: int) -> Any:
+    """Inflate and parse a JSON body (runs in a worker thread for large bodies)."""
+    body = inflate(raw, encoding, limit)
+    try:
+        # NaN / Infinity (not JSON, but Python's parser reads them) reach PollResult.add,
+        # which counts them as unusable readings: the target is then exported as degraded
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+        raise PollError("bad_data", "response is not JSON") from exc
+
+
 def _reading(obj: Any, key: str) -> float | None:
     """``obj[key].Reading`` as a float; None when absent or null."""
     v = obj.get(key) if isinstance(obj, dict) else None
@@ -43,7 +86,12 @@ def _odata_id(obj: Any) -> str | None:
 
 
 class RedfishClient:
-    def __init__(self, session: aiohttp.ClientSession, target: Pdu | Cdu, cred: Credential, timeout_s: float):
+    def __init__(self, session: aiohttp.ClientSession, target: Pdu | Cdu, cred: Credential, timeout_s: float, *,
+                 max_body: int = DEFAULT_MAX_BODY, max_members: int = DEFAULT_MAX_MEMBERS,
+                 executor: Executor | None = None):
+        self.max_body = max_body
+        self.max_members = max_members
+        self.executor = executor
         port = target.port or (80 if target.scheme == "http" else DEFAULT_PORTS["redfish"])
         self.base = f"{target.scheme}://{target.address}:{port}"
         self.session = session
@@ -55,23 +103,40 @@ class RedfishClient:
     async def get(self, path: str) -> dict:
         try:
             async with self.session.get(self.base + path, auth=self.auth, timeout=self.timeout, ssl=self.ssl,
-                                        headers={"Accept": "application/json"}) as resp:
+                                        headers={"Accept": "application/json",
+                                                 "Accept-Encoding": "gzip, deflate"}) as resp:
                 if resp.status in (401, 403):
                     raise PollError("auth", f"GET {path}: HTTP {resp.status}")
                 if resp.status >= 400:
                     raise PollError("http", f"GET {path}: HTTP {resp.status}")
-                body = await resp.read()
+                raw = await self._read(resp, path)
+                encoding = resp.headers.get("Content-Encoding", "")
         except asyncio.TimeoutError as exc:
             raise PollError("timeout", f"GET {path}: timed out") from exc
         except aiohttp.ClientError as exc:
             raise PollError("unreachable", f"GET {path}: {exc.__class__.__name__}") from exc
         try:
-            doc = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise PollError("bad_data", f"GET {path}: response is not JSON") from exc
+            if len(raw) <= INLINE_PARSE and not encoding:
+                doc = parse_body(raw, encoding, self.max_body)
+            else:
+                loop = asyncio.get_running_loop()
+                doc = await loop.run_in_executor(self.executor, parse_body, raw, encoding, self.max_body)
+        except PollError as exc:
+            raise PollError(exc.reason, f"GET {path}: {exc}") from None
         if not isinstance(doc, dict):
             raise PollError("bad_data", f"GET {path}: response is not a JSON object")
         return doc
+
+    async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
+        """The raw body, refused as soon as it passes ``max_body`` (declared or read)."""
+        if resp.content_length is not None and resp.content_length > self.max_body:
+            raise PollError("too_large", f"GET {path}: Content-Length {resp.content_length} > {self.max_body}")
+        buf = bytearray()
+        async for chunk in resp.content.iter_chunked(_CHUNK):
+            buf += chunk
+            if len(buf) > self.max_body:
+                raise PollError("too_large", f"GET {path}: body larger than {self.max_body} bytes")
+        return bytes(buf)
 
     async def members(self, link: Any) -> list[dict]:
         """Fetch a collection (given its link object) and then all of its members."""
@@ -79,14 +144,19 @@ class RedfishClient:
         if not path:
             return []
         coll = await self.get(path)
-        paths = [_odata_id(m) for m in coll.get("Members", [])]
+        members = coll.get("Members", [])
+        if not isinstance(members, list):
+            raise PollError("bad_data", f"GET {path}: Members is not a list")
+        if len(members) > self.max_members:
+            raise PollError("too_large", f"GET {path}: {len(members)} members, limit {self.max_members}")
+        paths = [_odata_id(m) for m in members]
         return list(await asyncio.gather(*[self.get(p) for p in paths if p]))
 
 
 class RedfishCduPoller:
-    def __init__(self, session: aiohttp.ClientSession, target: Cdu, cred: Credential, timeout_s: float):
+    def __init__(self, session: aiohttp.ClientSession, target: Cdu, cred: Credential, timeout_s: float, **limits):
         self.target = target
-        self.client = RedfishClient(session, target, cred, timeout_s)
+        self.client = RedfishClient(session, target, cred, timeout_s, **limits)
         self.path = f"/redfish/v1/ThermalEquipment/CDUs/{target.redfish_id}"
 
     async def poll(self) -> PollResult:
@@ -164,9 +234,9 @@ class RedfishCduPoller:
 
 
 class RedfishPduPoller:
-    def __init__(self, session: aiohttp.ClientSession, target: Pdu, cred: Credential, timeout_s: float):
+    def __init__(self, session: aiohttp.ClientSession, target: Pdu, cred: Credential, timeout_s: float, **limits):
         self.target = target
-        self.client = RedfishClient(session, target, cred, timeout_s)
+        self.client = RedfishClient(session, target, cred, timeout_s, **limits)
         self.path = f"/redfish/v1/PowerEquipment/RackPDUs/{target.redfish_id}"
 
     async def poll(self) -> PollResult:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import os
 import shutil
@@ -15,6 +16,7 @@ import sys
 import tempfile
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 
@@ -270,6 +272,43 @@ async def start_app(app: web.Application) -> tuple[web.AppRunner, int]:
 def garbage_app() -> web.Application:
     async def handler(request):
         return web.Response(body=b"<html>\x00\xff not json", content_type="application/json")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", handler)
+    return app
+
+
+@functools.lru_cache(maxsize=4)
+def gzip_bomb(inflated_mib: int = 128) -> bytes:
+    """A gzip body of ~600 KiB that inflates to ``inflated_mib`` MiB of a
+    CoolingUnit-shaped JSON document (valid, so only its size is wrong)."""
+    c = zlib.compressobj(1, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # level 1: built in a fraction of the time
+    mib = b"A" * (1 << 20)
+    parts = [c.compress(b'{"PrimaryCoolantConnectors": {}, "Pad": "')]
+    parts += [c.compress(mib) for _ in range(inflated_mib)]
+    parts += [c.compress(b'"}'), c.flush()]
+    return b"".join(parts)
+
+
+def hostile_app(mode: str, members: int = 20_000) -> web.Application:
+    """A Redfish CDU that attacks its poller: ``gzip_bomb``, ``many_members`` (a Pumps
+    collection of ``members`` links, each one served), ``deep`` (JSON nested 200,000 deep)."""
+    cdu_path = "/redfish/v1/ThermalEquipment/CDUs/1"
+
+    async def handler(request: web.Request) -> web.Response:
+        if mode == "gzip_bomb":
+            return web.Response(body=gzip_bomb(), content_type="application/json",
+                                headers={"Content-Encoding": "gzip"})
+        if mode == "deep":
+            return web.Response(body=b"[" * 200_000 + b"]" * 200_000, content_type="application/json")
+        if request.path == cdu_path:
+            doc = {"Id": "1", "PrimaryCoolantConnectors": {}, "Pumps": {"@odata.id": cdu_path + "/Pumps"}}
+        elif request.path == cdu_path + "/Pumps":
+            doc = {"Members": [{"@odata.id": f"{cdu_path}/Pumps/{i}"} for i in range(members)]}
+        else:
+            doc = {"Id": request.path.rsplit("/", 1)[-1], "PumpSpeedPercent": {"Reading": 50},
+                   "Status": {"Health": "OK", "State": "Enabled"}}
+        return web.json_response(doc)
 
     app = web.Application()
     app.router.add_get("/{tail:.*}", handler)

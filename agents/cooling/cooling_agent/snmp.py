@@ -41,9 +41,10 @@ def _raw_number(value) -> int | Decimal | None:
         return value
     if isinstance(value, bytes):  # some firmware reports readings as DisplayString "12.5"
         try:
-            return Decimal(value.decode("ascii").strip())
+            number = Decimal(value.decode("ascii").strip())
         except (UnicodeDecodeError, InvalidOperation):
             return None
+        return number if number.is_finite() else None  # "nan", "inf": unusable, not a reading
     return None
 
 
