@@ -16,15 +16,28 @@ ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
 
 
+FACTS_MODULE = """#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+module = AnsibleModule(argument_spec={"facts": {"type": "dict", "required": True}})
+module.exit_json(changed=False, ansible_facts=module.params["facts"])
+"""
+
+
 def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | None = None,
              gather_facts: bool = False) -> dict[str, list[dict]]:
-    """Run `tasks` on each local host (name -> host vars); return host -> [task results in order]."""
+    """Run `tasks` on each local host (name -> host vars); return host -> [task results in order].
+    A host var `test_facts` becomes that host's ansible_facts (distribution, architecture...)
+    before the tasks run, so one local machine stands for Ubuntu, RHEL or a Grace node."""
+    (tmp / "library").mkdir(exist_ok=True)
+    (tmp / "library" / "test_facts.py").write_text(FACTS_MODULE)
+    tasks = [{"name": "Stand-in facts", "test_facts": {"facts": "{{ test_facts }}"},
+              "when": "test_facts is defined"}] + tasks
     inventory = {name: dict(v, ansible_connection="local", ansible_python_interpreter=sys.executable)
                  for name, v in hosts.items()}
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": inventory}}))
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": gather_facts, "tasks": tasks}]))
     (tmp / "extra.json").write_text(json.dumps(extra_vars or {}))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\nlibrary = {tmp / 'library'}\n")
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8")
     proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp / "inventory.yml"), "-e", f"@{tmp / 'extra.json'}",

@@ -11,7 +11,7 @@ import jinja2
 import pytest
 import yaml
 
-from tests.role_files import FAMILIES, ROOT, load
+from tests.role_files import ROOT, load
 
 GPU_OP = ROOT / "roles/gpu_operator"
 
@@ -100,12 +100,6 @@ def test_nic_cluster_policy_carries_the_plugin_config_as_json():
     assert doc["kind"] == "NicClusterPolicy" and json.loads(doc["spec"]["rdmaSharedDevicePlugin"]["config"]) == cfg
 
 
-
-
-def test_dcgm_repositories_differ_per_family():
-    data = {fam: load(ROOT / f"roles/dcgm_exporter/vars/{fam}.yml") for fam in FAMILIES}
-    urls = {v["dcgm_exporter_family_repo_url"] for v in data.values()}
-    assert len(urls) == 4 and data["RedHat-9"]["dcgm_exporter_family_repo_type"] == "yum"
 
 
 def test_dcgm_counters_csv_format():

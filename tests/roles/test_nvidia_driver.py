@@ -30,10 +30,6 @@ def test_every_kernel_module_kind_is_offered(name):
 def test_families_really_differ():
     deb, u22, u24, rhel = (family(f) for f in FAMILIES)
     assert deb["nvidia_driver_family_pkg_manager"] == "apt" and rhel["nvidia_driver_family_pkg_manager"] == "dnf"
-    assert "debian12" in deb["nvidia_driver_family_cuda_repo_url"]
-    assert "ubuntu2204" in u22["nvidia_driver_family_cuda_repo_url"]
-    assert "ubuntu2404" in u24["nvidia_driver_family_cuda_repo_url"]
-    assert "rhel9" in rhel["nvidia_driver_family_cuda_repo_url"]
     # Debian renames the module files; the options must name nvidia-current there.
     assert deb["nvidia_driver_family_module_options_name"] == "nvidia-current"
     assert u22["nvidia_driver_family_module_options_name"] == "nvidia"
