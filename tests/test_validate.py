@@ -118,6 +118,14 @@ def test_port_facts_give_speed_and_down_state(lab_plan, ports, tmp_path):
     assert kinds(doc) == ["missing", "wrong_speed"]
     assert by["missing"]["detail"] == "su01-node01 enp24s0np0 is down"
     assert by["wrong_speed"]["speed_gbps"] == 100
+    # a lab's veth says 10 Gb/s, and lldpd advertises what ethtool says: no speed check on it
+    (folder / "su01-node01.ports.json").write_text(json.dumps({
+        "enp64s0np0": {"up": True, "speed_mbps": 10000, "driver": "veth"}}))
+    far, _ = ports[("su01-node01", "enp64s0np0")]
+    ports[far] = (("su01-node01", "enp64s0np0"), 10)
+    rec.write_docs(rec.lldpctl_docs(ports), folder)
+    code, doc = report(lab_plan, folder)
+    assert kinds(doc) == ["missing"]
 
 
 def test_a_silent_switch_is_not_heard_from_with_one_task(lab_plan, ports, tmp_path):

@@ -48,13 +48,16 @@ def _seen_cables(discovery: Discovery) -> dict[Cable, int | None]:
     """Each discovered cable once, with the speed either end reported (a port's own state wins)."""
     advertised: dict[Cable, int | None] = {}
     measured: dict[Cable, int] = {}
+    virtual: set[Cable] = set()
     for nb in discovery.neighbors:
         c = cable(nb.local, nb.remote)
         advertised[c] = advertised.get(c) or nb.speed_gbps
         state = discovery.ports.get(nb.local)
-        if state and state.speed_gbps:
+        if state and state.virtual:
+            virtual.add(c)
+        elif state and state.speed_gbps:
             measured[c] = state.speed_gbps
-    return {c: measured.get(c, speed) for c, speed in advertised.items()}
+    return {c: None if c in virtual else measured.get(c, speed) for c, speed in advertised.items()}
 
 
 def compare(links: list[PlannedLink], discovery: Discovery) -> Result:

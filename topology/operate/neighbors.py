@@ -38,6 +38,7 @@ class PortState:
 
     up: bool | None
     speed_gbps: int | None
+    virtual: bool = False  # veth, dummy, ...: its speed is made up, so the cable's speed is not checked
 
 
 @dataclass
