@@ -25,6 +25,7 @@ _env = jinja2.Environment(
     trim_blocks=False,
     undefined=jinja2.StrictUndefined,
 )
+_env.globals["ink"] = geometry.ink
 
 
 def _cards(layout: Layout) -> list[tuple[str, str]]:

@@ -29,7 +29,7 @@ ROLE_COLOR = {
     "inband_switch": "#b07aa1", "inband_core": "#d4a6c8", "mgmt_node": "#9d7660",
     "oob_switch": "#bab0ac", "oob_aggregation": "#79706e", "cdu": "#76b7b2", "pdu": "#555555",
 }  # fmt: skip
-BOX_W, BOX_H, GAP, LEVEL_H, MARGIN = 104, 38, 10, 100, 110
+BOX_W, BOX_H, GAP, LEVEL_H, MARGIN = 104, 38, 10, 100, 140
 
 
 @dataclass
@@ -65,6 +65,12 @@ class Diagram:
     boxes: list[Box]
     edges: list[Edge]
     levels: list[tuple[float, str]] = field(default_factory=list)  # (y, label) of each drawn level
+
+
+def ink(fill: str) -> str:
+    """Text colour readable on `fill` (#rrggbb): dark on light fills, white on dark ones."""
+    r, g, b = (int(fill[i:i + 2], 16) for i in (1, 3, 5))
+    return "#1a1a1a" if 0.299 * r + 0.587 * g + 0.114 * b > 160 else "#ffffff"
 
 
 def _group(d: Device) -> tuple[str, str, int]:
