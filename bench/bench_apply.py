@@ -1,11 +1,13 @@
-"""Times `superpod apply` and `superpod drift` on the lab pod's GPU nodes in containers:
-first apply (fresh nodes), no-op apply (converged), drift check (check+diff, fresh facts).
+"""Times `superpod apply` and `superpod drift` on the lab pod's GPU nodes in containers, against
+the floor measured in the same run: `ansible -m setup` on the same hosts over the same connection
+(what one fact round trip costs; no playbook can be faster).
 
-    .venv/bin/python bench/bench_apply.py [--repeat N]
+    .venv/bin/python bench/bench_apply.py [--repeat N] [--connection ssh|docker] [--forks N]
 
-Needs dockerd and the molecule base image (built when missing). Each figure is wall time of
-the whole command, as a user sees it, with site.yml as it stands. Containers are removed at
-the end."""
+Prints the floor, first apply (fresh nodes), each no-op apply (converged) and each clean drift
+check (check+diff, fresh facts), and each one's ratio to the floor. Needs dockerd and the
+molecule base image (built when missing). Each figure is wall time of the whole command, as a
+user sees it, with site.yml as it stands. Containers are removed at the end."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.labpod import LabPod, ensure_image, superpod  # noqa: E402
+from tests.e2e.labpod import LabPod, ensure_image, setup_floor, superpod  # noqa: E402
 
 LIMIT = "gpu_nodes"
 
@@ -28,7 +30,7 @@ def timed(args: list[str]) -> float:
     t0 = time.monotonic()
     proc = superpod(*args)
     elapsed = time.monotonic() - t0
-    if proc.returncode not in (0,):
+    if proc.returncode != 0:
         raise SystemExit(f"`superpod {' '.join(args)}` exited {proc.returncode}:\n{proc.stdout}\n{proc.stderr}")
     return elapsed
 
@@ -36,23 +38,38 @@ def timed(args: list[str]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="no-op apply and drift check repetitions")
+    parser.add_argument("--connection", choices=("ssh", "docker"), default="ssh",
+                        help="ssh (as real nodes: pipelining, ControlPersist) or docker exec")
+    parser.add_argument("--forks", type=int, help="superpod --forks (default: ansible.cfg)")
     opts = parser.parse_args()
     pod = LabPod(groups=(LIMIT,), tag="bench")
     with tempfile.TemporaryDirectory() as tmp:
         try:
             pod.start(ensure_image())
-            overlay = pod.write_overlay(Path(tmp) / "overlay.yml")
+            if opts.connection == "ssh":
+                pod.enable_ssh(Path(tmp))
+            overlay = pod.write_overlay(Path(tmp) / "overlay.yml", opts.connection)
             common = ["--stack", pod.stack, "-i", str(overlay), "--runs-dir", str(Path(tmp) / "runs"),
-                      "--limit", LIMIT, "--no-progress"]
+                      "--limit", LIMIT, "--no-progress", *(["--forks", str(opts.forks)] if opts.forks else [])]
+            floors = [setup_floor(pod, Path(tmp) / "setup-facts", LIMIT)]
             first = timed(["apply", *common])
-            noop = [timed(["apply", *common]) for _ in range(opts.repeat)]
-            drift = [timed(["drift", *common]) for _ in range(opts.repeat)]
+            noop, drift = [], []
+            for _ in range(opts.repeat):
+                floors.append(setup_floor(pod, Path(tmp) / "setup-facts", LIMIT))
+                noop.append(timed(["apply", *common]))
+                drift.append(timed(["drift", *common]))
         finally:
             pod.remove()
-    print(f"lab pod: {len(pod.hosts)} GPU nodes in containers, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}")
-    print(f"first apply      {first:7.1f} s")
-    print(f"no-op apply      {statistics.median(noop):7.1f} s  (median of {len(noop)})")
-    print(f"drift check      {statistics.median(drift):7.1f} s  (median of {len(drift)})")
+    base = statistics.median(floors)
+    print(f"lab pod: {len(pod.hosts)} GPU nodes in containers over {opts.connection}, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}")
+    print(f"floor (ansible -m setup) {base:7.1f} s  (median of {len(floors)}: {', '.join(f'{f:.1f}' for f in floors)})")
+    print(f"first apply              {first:7.1f} s  {first / base:5.1f}x floor")
+    for i, (n, d) in enumerate(zip(noop, drift, strict=True), 1):
+        print(f"no-op apply #{i}           {n:7.1f} s  {n / base:5.1f}x floor")
+        print(f"clean drift check #{i}     {d:7.1f} s  {d / base:5.1f}x floor")
+    print(f"no-op apply median       {statistics.median(noop):7.1f} s  {statistics.median(noop) / base:5.1f}x floor")
+    print(f"drift check median       {statistics.median(drift):7.1f} s  {statistics.median(drift) / base:5.1f}x floor")
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ touched). Used by the end-to-end test and by bench/bench_apply.py."""
 
 from __future__ import annotations
 
+import copy
 import json
 import os
 import subprocess
@@ -111,16 +112,67 @@ class LabPod:
         """Start a stopped (killed) node again and wait for its boot."""
         docker("start", self.containers[host])
         self._wait_booted(self.containers[host])
+        if getattr(self, "connection", None) == "ssh":  # its address may have changed
+            self.enable_ssh(self.ssh_key.parent)
+            self.write_overlay(self.overlay, "ssh")
 
     def sh(self, host: str, script: str, check: bool = True) -> subprocess.CompletedProcess:
         return docker("exec", self.containers[host], "sh", "-c", script, check=check)
 
+    def ip(self, host: str) -> str:
+        return docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
+                      self.containers[host]).stdout.strip()
+
+    # ---- SSH, as real nodes are reached ----------------------------------------------------
+    def enable_ssh(self, keydir: Path) -> None:
+        """A key made for this session, authorized for root in every node, and the nodes' host
+        keys in a known_hosts file of this session (host key checking stays on)."""
+        self.ssh_key = keydir / "id_ed25519"
+        if not self.ssh_key.exists():
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.session, "-f", str(self.ssh_key)],
+                           check=True)
+        pub = self.ssh_key.with_suffix(".pub").read_text().strip()
+        for host in self.hosts:
+            self.sh(host, f"install -d -m 700 /root/.ssh && echo '{pub}' > /root/.ssh/authorized_keys"
+                          " && systemctl start ssh.service")
+        self.known_hosts = keydir / "known_hosts"
+        self.known_hosts.write_text("".join(self._host_key_lines(h) for h in self.hosts))
+
+    def _host_key_lines(self, host: str) -> str:
+        pubkey = self.sh(host, "cat /etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
+        return f"{self.ip(host)} {pubkey[0]} {pubkey[1]}\n"
+
     # ---- inventory overlay ---------------------------------------------------------------
-    def write_overlay(self, path: Path) -> Path:
-        hosts = {h: {"ansible_connection": "community.docker.docker_api", "ansible_host": name, **CONTAINER_SWITCHES}
-                 for h, name in self.containers.items()}
+    def write_overlay(self, path: Path, connection: str = "ssh") -> Path:
+        """Planned hosts -> containers, over SSH (enable_ssh first) or docker exec (`docker`)."""
+        self.overlay = path
+        self.connection = connection
+        hosts = {h: {**self._connection_vars(h, connection), **copy.deepcopy(CONTAINER_SWITCHES)} for h in self.hosts}
         path.write_text("# e2e overlay: planned hosts -> containers\n" + yaml.safe_dump({"all": {"hosts": hosts}}))
         return path
+
+    def _connection_vars(self, host: str, connection: str) -> dict:
+        if connection == "docker":
+            return {"ansible_connection": "community.docker.docker_api", "ansible_host": self.containers[host]}
+        # ansible.cfg's ssh_args (pipelining, ControlPersist) apply as on a real pod
+        return {"ansible_connection": "ssh", "ansible_host": self.ip(host), "ansible_user": "root",
+                "ansible_ssh_private_key_file": str(self.ssh_key),
+                "ansible_ssh_common_args": f"-o UserKnownHostsFile={self.known_hosts}"}
+
+
+def setup_floor(pod: LabPod, facts_dir: Path, limit: str = "gpu_nodes") -> float:
+    """Seconds for `ansible -m setup` on the pod's hosts through the same inventory, overlay,
+    ansible.cfg and connection as superpod: one fact round trip, what no run can beat."""
+    env = os.environ | {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts_dir),
+                        "ANSIBLE_NOCOLOR": "1"}
+    ansible = Path(sys.executable).parent / "ansible"
+    t0 = time.monotonic()
+    proc = subprocess.run([str(ansible), "-i", str(pod.inventory_dir), "-i", str(pod.overlay), limit, "-m", "setup",
+                           "-o"], cwd=ROOT, env=env, capture_output=True, text=True)
+    elapsed = time.monotonic() - t0
+    if proc.returncode != 0:
+        raise RuntimeError(f"ansible -m setup exited {proc.returncode}:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return elapsed
 
 
 def superpod(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:

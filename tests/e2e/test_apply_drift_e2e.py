@@ -6,10 +6,12 @@ Scope: the `gpu_nodes` play (the 4 planned GPU nodes) with whatever roles site.y
 the management node (cooling_monitor) is left out with `--limit gpu_nodes` (it would need its
 agent's PyPI install and PDU/CDU endpoints in a container; the agent has its own tests).
 
-The steps share one pod and run in order (pytest -x): first apply, no-op apply (changed=0),
-hand-made drift on two nodes -> drift names exactly those hosts and tasks and exits 1,
---fix restores them, drift exits 0; then a node killed in the middle of an apply: the others
-finish and the report names it. Timings go to build/e2e-timings.json.
+The steps share the session's lab pod (tests/e2e/conftest.py, reached over SSH) and run in
+order: first apply, no-op apply (changed=0), clean drift check, hand-made drift on two nodes ->
+one `drift --fix` whose check names exactly those hosts and tasks (exit code 1 in its report)
+and whose fix restores them, a drift check of the fixed hosts and roles is clean; last (it breaks
+the pod, then restarts the node), a node killed in the middle of an apply: the others finish and
+the report names it. Timings go to build/e2e-timings.json.
 """
 
 from __future__ import annotations
@@ -66,9 +68,11 @@ TRANSPORT_FLAKE = "returned empty string"
 
 
 def run(pod: LabPod, command: str, *extra: str) -> subprocess.CompletedProcess:
-    """One superpod command; run again once (with a warning) when only the transport failed."""
+    """One superpod command (over the whole pod unless `extra` has its own --limit); run again
+    once (with a warning) when only the docker exec transport failed."""
+    limit = () if "--limit" in extra else ("--limit", LIMIT)
     args = (command, "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
-            "--limit", LIMIT, "--playbook", str(pod.playbook), "--no-progress", *extra)
+            *limit, "--playbook", str(pod.playbook), "--no-progress", *extra)
     before = set((pod.runs_dir / pod.stack).glob("*"))
     proc = superpod(*args)
     if proc.returncode != 0:
@@ -115,13 +119,15 @@ def test_fresh_node_shows_no_drift(pod):
     assert {h: v["status"] for h, v in report["hosts"].items()} == dict.fromkeys(pod.hosts, "clean")
 
 
-def test_drift_names_exactly_the_changed_hosts_and_tasks(pod):
+def test_drift_names_exactly_the_changed_hosts_and_tasks_and_fix_restores_them(pod):
+    """One `drift --fix`: the check run reports the hand-made drift (as `drift` alone would), then
+    the fix run re-applies only the drifted hosts' drifted roles."""
     for host, changes in DRIFT.items():
         for script, _ in changes:
             pod.sh(host, script)
-    proc = timed("drift_check_s", pod, "drift", "--json")
+    proc = timed("drift_check_and_fix_s", pod, "drift", "--json", "--fix")
     report = drift_json(proc)
-    assert proc.returncode == 1, json.dumps(report, indent=1)
+    assert report["exit_code"] == 1, json.dumps(report, indent=1)  # what `drift` alone exits with
     assert report["drifted_hosts"] == sorted(DRIFT)
     for host in pod.hosts:
         reported = {(c["role"], c["task"]) for c in report["hosts"][host]["changes"]}
@@ -136,27 +142,32 @@ def test_drift_names_exactly_the_changed_hosts_and_tasks(pod):
     node03 = {c["task"]: c["diff"] for c in report["hosts"]["su01-node03"]["changes"]}
     assert "iommu=pt debug" in node03["Write the kernel command line drop-in"]
     assert report["fix"] == {"limit": sorted(DRIFT), "tags": ["host_tuning", "hugepages"]}
-
-
-def test_drift_fix_restores_then_drift_is_clean(pod):
-    fix = timed("drift_fix_s", pod, "drift", "--fix")
-    assert fix.returncode == 0, fix.stdout + fix.stderr
+    # the fix
+    assert proc.returncode == 0 and report["fix_exit_code"] == 0, proc.stdout + proc.stderr
     fixed = tallies_of(pod, "fix")
     assert sorted(fixed) == sorted(DRIFT)  # only the drifted hosts were touched
     assert pod.sh("su01-node03", "systemctl is-enabled superpod-cpu-governor.service").stdout.strip() == "enabled"
     assert "kernel.numa_balancing = 0" in pod.sh("su01-node02", "cat /etc/sysctl.d/60-superpod-host-tuning.conf").stdout
     pod.sh("su01-node02", "test -s /etc/security/limits.d/90-superpod-memlock.conf")
-    proc = run(pod, "drift", "--json")
+
+
+def test_drift_after_fix_is_clean(pod):
+    """The fixed hosts and roles check clean (the fix touched nothing else, so a check of the
+    whole pod would only repeat the clean drift above)."""
+    proc = timed("drift_check_after_fix_s", pod, "drift", "--json", "--limit", ",".join(sorted(DRIFT)),
+                 "--tags", "host_tuning,hugepages")
     report = drift_json(proc)
     assert proc.returncode == 0, json.dumps(report, indent=1)
-    assert report["drifted_hosts"] == []
+    assert report["drifted_hosts"] == [] and report["problem_hosts"] == []
+    assert {h: v["status"] for h, v in report["hosts"].items()} == dict.fromkeys(sorted(DRIFT), "clean")
 
 
 @pytest.mark.breaks_pod
 def test_node_lost_mid_run_does_not_stop_the_others(pod):
     victim = pod.hosts[-1]
+    # one role is enough to be killed in the middle of (the whole site.yml would only repeat the no-op apply)
     cmd = [*SUPERPOD, "apply", "--stack", pod.stack, "-i", str(pod.overlay), "--runs-dir", str(pod.runs_dir),
-           "--limit", LIMIT, "--playbook", str(pod.playbook), "--no-progress", "--fresh-facts"]
+           "--limit", LIMIT, "--playbook", str(pod.playbook), "--no-progress", "--fresh-facts", "--tags", "hugepages"]
     before = set((pod.runs_dir / pod.stack).glob("*-apply"))
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             env={**os.environ, "COLUMNS": "200", "NO_COLOR": "1"})
