@@ -305,3 +305,19 @@ def test_role_applies_once_is_idempotent_and_shows_drift_under_check(fake):
     assert [n for n, r in check.items() if r.get("changed")] == [drift_task]
     assert check[drift_task]["msg"] == ["enp24s0np0 ecn roce_np prio 3: '0' -> '1'"]
     assert sysfs(fake, ecn3) == "0"  # --check wrote nothing
+
+
+def test_inbox_driver_without_ecn_sysfs_is_reported_not_fatal(fake):
+    """The upstream (inbox) mlx5 driver creates no /sys/class/net/<dev>/ecn tree (that tree is
+    DOCA/MLNX_OFED's): the rest is applied, ECN is left to the firmware and said so."""
+    import shutil
+    install_tool(fake, "dcb", FAKE_DCB)
+    for rail in RAILS:
+        shutil.rmtree(fake["root"] / "sys/class/net" / rail["netdev"] / "ecn")
+    rc, report, _ = run(fake)
+    assert rc == 0 and report["errors"] == [], report
+    assert report["ecn_control"] == {rail["netdev"]: "firmware" for rail in RAILS}
+    assert any("no per-priority ECN in sysfs" in n for n in report["notes"])
+    assert any("rdma_cm tos" in c for c in report["changes"])  # the rest still applied
+    rc, again, _ = run(fake)
+    assert rc == 0 and again["changes"] == []
