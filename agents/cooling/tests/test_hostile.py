@@ -101,7 +101,9 @@ def test_hostile_redfish_peers_cost_healthy_targets_nothing(peers, snmpsim, redf
     for mode, reason in (("gzip_bomb", "too_large"), ("many_members", "too_large"), ("deep", "bad_data")):
         assert one(m, "superpod_target_up", target=f"{mode}-cdu") == 0.0, mode
         assert one(m, "superpod_target_poll_errors_total", target=f"{mode}-cdu", reason=reason) >= 1, mode
-    assert max(lags) < 0.5, f"event loop stalled {max(lags):.2f}s"
+    # inflating and parsing the bomb on the loop stalled it for seconds; the bound leaves room
+    # for a shared, loaded CI machine descheduling the process
+    assert max(lags) < 1.0, f"event loop stalled {max(lags):.2f}s"
     assert rss.peak - rss.base < 64 << 20, f"RSS grew {(rss.peak - rss.base) >> 20} MiB"
 
 
