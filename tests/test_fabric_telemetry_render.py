@@ -69,8 +69,8 @@ def unit_tests() -> list[dict]:
         series(m + "pause_storm_events_total", a, "0 0 1 1 1", level="error"),
         series(m + "pause_storm_events_total", b, "0x5", level="error"),
         series(m + "pause_storm_events_total", b, "0 1 2 3 4", level="warning")],
-        "alert_rule_test": [alert("FabricNicPfcWatchdog", "3m", (full(a, "critical", level="error"),
-                                                          f"NIC PFC watchdog stopped pause transmission on {WHERE_A}"))]})
+        "alert_rule_test": [alert("FabricNicPfcWatchdog", "3m", (
+            full(a, "critical", level="error"), f"NIC PFC watchdog stopped pause transmission on {WHERE_A}"))]})
     # pause across a leaf: 3 of rail 0's 4 ports paused 10 %; on rail 1 only 1 of 4
     rail1 = [nic(f"su01-node0{i}", 1) for i in range(1, 5)]
     tests.append({"interval": "15s", "input_series": [
@@ -97,22 +97,27 @@ def unit_tests() -> list[dict]:
     st = nic("su01-node01", None, kind="storage")
     tests.append({"interval": "1m", "input_series": [
         series(m + "link_down_events_total", a, "2 2 3 3 3"), series(m + "link_down_events_total", b, "2x5"),
-        series(m + "link_speed_bits_per_second", a, "200e9x10"), series(m + "link_speed_bits_per_second", b, "400e9x10"),
+        series(m + "link_speed_bits_per_second", a, "200e9x10"),
+        series(m + "link_speed_bits_per_second", b, "400e9x10"),
         series(m + "link_speed_bits_per_second", st, "200e9x10")],
-        "alert_rule_test": [alert("FabricLinkFlap", "3m", (full(a, "warning"), f"Link flap on {WHERE_A}: 1 down events in 10 minutes")),
-                            alert("FabricLinkBelowPlannedSpeed", "7m", (full(a, "warning"), f"Link {WHERE_A} runs at 200Gb/s, below the plan"))]})
+        "alert_rule_test": [
+            alert("FabricLinkFlap", "3m", (full(a, "warning"), f"Link flap on {WHERE_A}: 1 down events in 10 minutes")),
+            alert("FabricLinkBelowPlannedSpeed", "7m",
+                  (full(a, "warning"), f"Link {WHERE_A} runs at 200Gb/s, below the plan"))]})
     # rail link down (a), NIC missing (c), healthy (b, d)
     tests.append({"interval": "1m", "input_series": [
         series(m + "link_up", a, "0x5"), series(m + "link_up", b, "1x5"),
         series(m + "nic_present", c, "0x5"), series(m + "nic_present", d, "1x5")],
-        "alert_rule_test": [alert("FabricRailLinkDown", "3m", (full(a, "critical"), f"Rail link down or NIC missing: {WHERE_A}"),
+        "alert_rule_test": [alert("FabricRailLinkDown", "3m",
+                                  (full(a, "critical"), f"Rail link down or NIC missing: {WHERE_A}"),
                                   (full(c, "critical"), "Rail link down or NIC missing: su01-node03 enp0np0 (rail 0, "
                                                         "su01-leaf-rail0 swp3)"))]})
     # out-of-sequence climbing on a, steady on b; a source unreadable on a, readable on b
     tests.append({"interval": "1m", "input_series": [
         series(m + "out_of_sequence_total", a, "0+40x20"), series(m + "out_of_sequence_total", b, "5x20"),
         series(m + "source_up", a, "0x20", source="hw_counters"), series(m + "source_up", b, "1x20", source="ethtool")],
-        "alert_rule_test": [alert("FabricRoceOutOfSequence", "16m", (nic_only(a, "warning"), f"RoCE packets out of sequence on {WHERE_A}")),
+        "alert_rule_test": [alert("FabricRoceOutOfSequence", "16m",
+                                  (nic_only(a, "warning"), f"RoCE packets out of sequence on {WHERE_A}")),
                             alert("FabricTelemetrySourceDown", "12m", (
                                 full(a, "info", source="hw_counters"),
                                 "Fabric telemetry cannot read hw_counters on su01-node01 enp0np0"))]})

@@ -102,3 +102,28 @@ def test_missing_nic_and_link_down(node, tmp_path):
 def test_rate_names():
     assert rate_name("pause_frames_total") == "pause_frames_per_second"
     assert rate_name("pause_duration_seconds_total") == "pause_duration_ratio"
+
+
+def test_idle_priorities_are_left_out_and_a_fixed_list_wins(node, tmp_path):
+    from fabric_telemetry.collector import make_registry
+
+    from .conftest import node_config
+
+    _, _, _, registry = node
+    s = scrape(registry)
+    # the recordings carry traffic on priorities 0 (TCP) and 3 (RoCE) only
+    assert {dict(lab)["priority"] for (n, lab) in s if n == "superpod_fabric_pause_frames_total"} == {"0", "3"}
+    fixed, _ = make_registry(node_config(tmp_path, priorities=[3, 6]))
+    s = scrape(fixed)
+    assert {dict(lab)["priority"] for (n, lab) in s if n == "superpod_fabric_pause_frames_total"} == {"3", "6"}
+
+
+def test_bad_config_exits_2_naming_the_field(tmp_path, capsys):
+    from fabric_telemetry.cli import main
+
+    bad = tmp_path / "exporter.yml"
+    bad.write_text("node: n1\nnics:\n  - {netdev: enp1np0, kind: rail}\npriorities: [9]\n")
+    assert main(["check-config", "-c", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "error: nics.0: Value error, nic enp1np0: a rail NIC needs its rail index" in err
+    assert "error: priorities: Value error, priorities are 0-7" in err
