@@ -26,6 +26,19 @@ class FabricCollector(Collector):
         self._lock = threading.Lock()
         self._last: list[tuple[float, dict]] | None = None
         self._nic_labels = [tuple(n.labels(cfg.node, cfg.su)[k] for k in NIC_LABELS) for n in cfg.nics]
+        self._prio_index = {m: labels.index("priority") for m in by_metric()
+                            if "priority" in (labels := metric_labels(m))}
+        # per NIC: the priorities whose counters are exported (fixed by the config, or grown as seen)
+        fixed = cfg.priorities is not None
+        self._fixed_priorities = fixed
+        self._priorities = [{str(p) for p in cfg.priorities} if fixed else set() for _ in cfg.nics]
+
+    def _keep(self, i: int, counters: dict) -> dict:
+        """Per-priority counters only for the NIC's active priorities (sticky once seen)."""
+        idx, active = self._prio_index, self._priorities[i]
+        if not self._fixed_priorities:
+            active |= {extra[idx[m]] for (m, extra), v in counters.items() if v and m in idx}
+        return {(m, extra): v for (m, extra), v in counters.items() if m not in idx or extra[idx[m]] in active}
 
     def describe(self):
         return []  # values come from the hardware at scrape time: no describe-time read
@@ -71,7 +84,7 @@ class FabricCollector(Collector):
                 if src in r.source_ok:
                     g["source_up"].add_metric([*lv, src], 1.0 if r.source_ok[src] else 0.0)
             prev_t, prev = self._last[i] if self._last else (None, {})
-            for (metric, extra), value in sorted(r.counters.items()):
+            for (metric, extra), value in sorted(self._keep(i, r.counters).items()):
                 counters[metric].add_metric([*lv, *extra], value)
                 if prev_t is not None and now > prev_t and (metric, extra) in prev:
                     delta = value - prev[(metric, extra)]

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 
 class _Model(BaseModel):
@@ -54,7 +54,17 @@ class ExporterConfig(_Model):
     # `ethtool -S NETDEV` (the netdev is appended); the mlx5 PPCNT/RDMA counter names come from it
     ethtool_command: list[str] = Field(default_factory=lambda: ["ethtool", "-S"], min_length=1)
     ethtool_timeout_s: float = Field(2.0, gt=0)
+    # Priorities whose per-priority counters are exported; null: each priority with a non-zero
+    # counter on a NIC since the exporter started (idle priorities would multiply the series by 4).
+    priorities: list[int] | None = None
     nics: list[Nic] = []
+
+    @field_validator("priorities")
+    @classmethod
+    def _prio_range(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and any(not 0 <= p <= 7 for p in v):
+            raise ValueError("priorities are 0-7")
+        return v
 
     @model_validator(mode="after")
     def _unique(self) -> ExporterConfig:

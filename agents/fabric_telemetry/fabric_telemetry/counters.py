@@ -16,6 +16,7 @@ Named groups of a pattern become metric labels.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass, field
 
@@ -46,7 +47,7 @@ COUNTERS: tuple[Counter, ...] = (
     _c("pause_frames_total", "PFC pause frames per priority (rx: received from the leaf, tx: sent to it).",
        "ethtool", PRIO + "_pause"),
     _c("pause_duration_seconds_total", "Time the port was paused per priority (rx) or pausing its peer (tx).",
-       "ethtool", PRIO + "_pause_duration", scale=1e-6),
+       "ethtool", PRIO + "_pause_duration", scale=1e-6),  # microseconds
     _c("pause_transitions_total", "Pause on/off transitions per priority.", "ethtool", PRIO + "_pause_transition"),
     _c("priority_bytes_total", "Bytes per priority.", "ethtool", PRIO + "_bytes"),
     _c("priority_packets_total", "Packets per priority.", "ethtool", PRIO + "_packets"),
@@ -115,26 +116,30 @@ def parse_ethtool(text: str) -> dict[str, int]:
     return out
 
 
+@functools.lru_cache(maxsize=8192)
+def resolve(source: str, name: str) -> tuple[tuple[str, tuple[str, ...], float], ...]:
+    """What one raw counter name of a source becomes: (metric, extra label values, scale) for
+    each counter that reads it. Names are stable between scrapes, so this runs once per name."""
+    out = []
+    for c in COUNTERS:
+        if c.source == source:
+            m = c.pattern.fullmatch(name)
+            if m:
+                out.append((c.metric, _values(c, m.groupdict()), c.scale))
+    return tuple(out)
+
+
 def wanted(source: str, names) -> list[str]:
     """The names among `names` (a sysfs directory's files) that some counter of `source` reads."""
-    pats = [c.pattern for c in COUNTERS if c.source == source]
-    return [n for n in names if any(p.fullmatch(n) for p in pats)]
+    return [n for n in names if resolve(source, n)]
 
 
 def match(source: str, raw: dict[str, int]) -> dict[tuple[str, tuple[str, ...]], float]:
     """Raw counters of one source -> {(metric, extra label values): value}."""
     out: dict[tuple[str, tuple[str, ...]], float] = {}
-    for c in COUNTERS:
-        if c.source != source:
-            continue
-        if not c.pattern.groupindex:
-            if c.pattern.pattern in raw:
-                out[(c.metric, _values(c, {}))] = raw[c.pattern.pattern] * c.scale
-            continue
-        for name, value in raw.items():
-            m = c.pattern.fullmatch(name)
-            if m:
-                out[(c.metric, _values(c, m.groupdict()))] = value * c.scale
+    for name, value in raw.items():
+        for metric, labels, scale in resolve(source, name):
+            out[(metric, labels)] = value * scale if scale != 1.0 else float(value)
     return out
 
 
