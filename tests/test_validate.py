@@ -216,3 +216,11 @@ def test_miswired_ib_fabric_names_each_fault(ib_plan, tmp_path):
     assert "rack-a01, su01-leaf-rail7 1/3/1: move to 1/2/2 (its other end is su01-node04 ibp220s0)" in lines
     assert any(x.startswith("rack-a02, su01-node02 ibp79s0: swap with ibp94s0") for x in lines), lines
     assert len(lines) == 4
+
+
+@pytest.mark.parametrize("name", ["lldpctl-node-veth.json", "lldpctl-node-veth.json0"])
+def test_recorded_lldpd_output(name):
+    """`lldpctl -f json` / `-f json0` as lldpd 1.0.16 printed them in roles/lldp's molecule scenario
+    (a node's enp24s0np0 cabled to a leaf's swp1 by a veth pair, which reports 10GBASE-T)."""
+    (nb,) = parse_lldpctl(json.loads((RECORDINGS / name).read_text()), "lldp-node01", name)
+    assert (nb.local, nb.remote, nb.speed_gbps) == (("lldp-node01", "enp24s0np0"), ("lldp-leaf-rail0", "swp1"), 10)
