@@ -38,6 +38,7 @@ CONTAINER_SWITCHES = {
     "dcgm_exporter_hostengine_install": "none",
     "dcgm_exporter_require_binary": False,
     "gpu_operator_render_only": True,
+    "fabric_telemetry_require_nics": False,  # no rail NICs in the containers: the exporter reports them absent
 }
 
 
