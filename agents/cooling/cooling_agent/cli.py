@@ -12,9 +12,11 @@ from importlib import resources
 from pathlib import Path
 
 from prometheus_client import generate_latest, start_http_server
+from pydantic import ValidationError
 
 from .agent import Agent
 from .config import load_config
+from .credentials import CredentialsError, field_errors
 from .metrics import make_registry
 
 log = logging.getLogger("cooling_agent")
@@ -75,6 +77,16 @@ def run_loop(coro) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except CredentialsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+    except ValidationError as exc:  # agent.yml (holds no secrets, but errors read the same)
+        print(f"error: config: {field_errors(exc)}", file=sys.stderr)
+    return 2
+
+
+def _main(argv: list[str] | None) -> int:
     ap = argparse.ArgumentParser(prog="superpod-cooling-agent", description=__doc__)
     ap.add_argument("command", nargs="?", default="run", choices=["run", "check-config", "poll-once", "rules"])
     ap.add_argument("-c", "--config", default="/etc/superpod-cooling/agent.yml")

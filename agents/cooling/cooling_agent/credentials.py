@@ -1,6 +1,7 @@
 """Credentials from a YAML file and/or the environment; secrets never reach logs.
 
-File shape (mode 0600, owned by the agent's user)::
+File shape (mode 0600 or stricter, owned by the agent's user; a file group or others may
+read is refused)::
 
     default:                 # a reference name, used as community_ref / credentials_ref
       community: public
@@ -16,23 +17,31 @@ File shape (mode 0600, owned by the agent's user)::
 
 Environment: SUPERPOD_COOLING_<REF>_<FIELD> (ref upper-cased, non-alphanumerics as
 ``_``) overrides or supplies a field, e.g. ``SUPERPOD_COOLING_DEFAULT_COMMUNITY``.
+
+Errors name the reference and field, never a value: pydantic's ``input_value`` and YAML's
+context snippet (both echo the secret) are dropped, and the original exception with them.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 import yaml
-from pydantic import BaseModel, ConfigDict, SecretStr
+from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
 
 ENV_PREFIX = "SUPERPOD_COOLING_"
 FIELDS = ("community", "username", "password", "auth_protocol", "auth_key", "priv_protocol", "priv_key")
 
 
+class CredentialsError(ValueError):
+    """A credentials file the agent refuses; the message never carries a secret."""
+
+
 class Credential(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", hide_input_in_errors=True)
     community: SecretStr | None = None
     username: str | None = None
     password: SecretStr | None = None
@@ -45,6 +54,26 @@ class Credential(BaseModel):
         return f"Credential({', '.join(k for k in FIELDS if getattr(self, k) is not None)})"
 
     __str__ = __repr__
+
+
+def field_errors(exc: ValidationError) -> str:
+    """``field: rule`` for each error, without the offending input."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or 'entry'}: {e['msg']}"
+                     for e in exc.errors(include_input=False, include_url=False))
+
+
+def _read_private_yaml(path: Path):
+    mode = stat.S_IMODE(path.stat().st_mode)
+    if mode & 0o077:
+        raise CredentialsError(f"credentials_file {path}: mode {mode:04o} lets group or others read secrets; "
+                               "chmod 600 (owner: the agent's user)")
+    try:
+        return yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        problem = getattr(exc, "problem", None) or "syntax error"
+        raise CredentialsError(f"credentials_file {path}: not valid YAML{where}: {problem}") from None
 
 
 def _env_key(ref: str, field: str) -> str:
@@ -60,11 +89,14 @@ class CredentialStore:
     def load(cls, path: str | Path | None, environ: dict[str, str] | None = None) -> CredentialStore:
         entries: dict[str, Credential] = {}
         if path and Path(path).exists():
-            raw = yaml.safe_load(Path(path).read_text()) or {}
+            raw = _read_private_yaml(Path(path))
             if not isinstance(raw, dict):
-                raise ValueError(f"{path}: expected a mapping of reference name to credential")
+                raise CredentialsError(f"credentials_file {path}: expected a mapping of reference name to credential")
             for ref, body in raw.items():
-                entries[str(ref)] = Credential.model_validate(body or {})
+                try:
+                    entries[str(ref)] = Credential.model_validate(body or {})
+                except ValidationError as exc:
+                    raise CredentialsError(f"credentials_file {path}: {ref}: {field_errors(exc)}") from None
         return cls(entries, environ)
 
     def get(self, ref: str | None) -> Credential:

@@ -73,6 +73,7 @@ def test_config_rejects(bad):
 def test_credentials_file_env_and_never_logged(tmp_path, caplog, snmpsim):
     f = tmp_path / "credentials.yml"
     f.write_text("default: {community: s3cret-community}\nredfish: {username: mon, password: hunter2-pass}\n")
+    f.chmod(0o600)
     store = CredentialStore.load(f, environ={"SUPERPOD_COOLING_REDFISH_PASSWORD": "from-env-pw"})
     assert store.get("default").community.get_secret_value() == "s3cret-community"
     assert store.get(None).community.get_secret_value() == "s3cret-community"
