@@ -80,6 +80,7 @@ def check_addresses(layout: Layout) -> None:
     spec = layout.spec
     pools = spec.addressing.pools()
     seen: dict[str, str] = {}
+    vrr: dict[str, str] = {}
     p2p_ends = defaultdict(list)
     for a in layout.addresses:
         ip = netaddr.IPNetwork(a.address)
@@ -87,6 +88,10 @@ def check_addresses(layout: Layout) -> None:
         assert ip.ip in net and net.prefixlen == ip.prefixlen, a
         assert net in pools[a.pool], f"{a} outside pool {pools[a.pool]}"
         key = str(ip.ip)
+        if a.interface.endswith("-v0"):  # a VRR gateway: the one address both switches of a pair share
+            key = f"{key} {a.interface}"
+            assert vrr.setdefault(key, a.network) == a.network, a
+            continue
         assert key not in seen, f"{key} used by {seen[key]} and {a.device} {a.interface}"
         seen[key] = f"{a.device} {a.interface}"
         if net.prefixlen == 31:

@@ -528,15 +528,23 @@ def inband_fabric(
     radix = switch_speed(sw, speed, "management.inband.switch_model", ib.switch_model)
     core_radix = switch_speed(core_sw, speed, "management.inband.core_switch_model", core_key)
     sides = len(node.inband_nics)
-    if spec.nodes_per_su + ib.uplinks_per_switch > radix:
+    # MLAG pairs the two switches of an SU with peer-link cables just below the uplinks.
+    peer_links = ib.peer_links if ib.pairing == "mlag" and sides == 2 else 0
+    if spec.nodes_per_su + ib.uplinks_per_switch + peer_links > radix:
         raise SpecError(
             "management.inband.uplinks_per_switch",
-            f"{spec.nodes_per_su} nodes + {ib.uplinks_per_switch} uplinks exceed "
+            f"{spec.nodes_per_su} nodes + {ib.uplinks_per_switch} uplinks + {peer_links} MLAG peer links exceed "
             f"{ib.switch_model}'s {radix} ports at {speed}G",
         )
     mgmt_ports = ib.mgmt_nodes * mgmt.inband_ports
     uplinks = [ib.uplinks_per_switch] * (spec.max_su * sides)
-    cores = _inband_cores(uplinks, core_radix, mgmt_ports, ib.min_core_switches)
+    # the cores pair up like the SU switches: the mgmt nodes' bonds span them
+    cores = _inband_cores(uplinks, core_radix - peer_links, mgmt_ports, ib.min_core_switches)
+    if peer_links and cores != 2:
+        raise SpecError(
+            "management.inband.pairing",
+            f"MLAG pairs exactly two in-band cores and this pod needs {cores}; use pairing: evpn_mh",
+        )
     port = sw.port
     core_names = [Names.numbered("inband-core", c, cores) for c in range(cores)]
     devices = [
@@ -587,6 +595,20 @@ def inband_fabric(
                         speed,
                     )
                 )
+        first_peer_port = radix - ib.uplinks_per_switch - peer_links
+        for k in range(peer_links):
+            links.append(
+                Link(
+                    names.inband(su, 0),
+                    port(first_peer_port + k, speed),
+                    names.inband(su, 1),
+                    port(first_peer_port + k, speed),
+                    "inband",
+                    "inband-peer",
+                    speed,
+                    slot=(su - 1) * peer_links + k,
+                )
+            )
     for m in range(ib.mgmt_nodes):
         name = Names.numbered("mgmt", m, ib.mgmt_nodes)
         devices.append(
@@ -605,6 +627,13 @@ def inband_fabric(
                     speed,
                 )
             )
+    top = ceil(mgmt_ports / cores)  # core ports the mgmt nodes take from the top down
+    for k in range(peer_links):
+        core_port = core_sw.port(core_radix - 1 - top - k, speed)
+        links.append(
+            Link(core_names[0], core_port, core_names[1], core_port, "inband", "inband-peer", speed,
+                 slot=spec.max_su * peer_links + k)
+        )
     tiers = [
         Tier(
             "inband",

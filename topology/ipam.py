@@ -21,6 +21,11 @@ from topology.model import Address, Asn, Device, Link, Rack
 from topology.spec import PodSpec
 
 
+INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
+STORAGE_VLAN = 200  # the storage hosts' SVI on each storage leaf
+GATEWAY_PAIR = 2  # switches sharing a VRR gateway; each also holds an address of its own
+
+
 class Pool:
     """A pool cut into equal subnets by index; refuses an index beyond its end."""
 
@@ -148,9 +153,11 @@ def plan(
                     add(Address(d.name, "lo", address, net, "loopbacks"))
             offset += region_size[role]
 
-    # In-band: one subnet per SU (gateway .1, node n at .1+n), one for pod services.
-    plen = prefix_for(spec.nodes_per_su + 1)
-    services_hosts = spec.management.inband.mgmt_nodes + 1
+    # In-band: one subnet per SU (gateway .1, node n at .1+n), one for pod services (the mgmt
+    # nodes). The gateway is a VRR address on both switches of the pair that carries the bonds
+    # (the SU's in-band pair, the cores for services); each switch's own SVI address is at the top.
+    plen = prefix_for(spec.nodes_per_su + 1 + GATEWAY_PAIR)
+    services_hosts = spec.management.inband.mgmt_nodes + 1 + GATEWAY_PAIR
     plen = min(plen, prefix_for(services_hosts))
     pool = Pool(spec, "inband", plen, spec.max_su + 1)
     for d in devices:
@@ -161,6 +168,11 @@ def plan(
         elif d.role == "mgmt_node":
             address, net = pool.host(spec.max_su, d.slot + 2)
             add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(spec.max_su)[0] + 1)))
+        elif d.role == "inband_switch":
+            su0, side = divmod(d.slot, 2)
+            out.extend(_vrr_gateway(pool, su0, d.name, side, INBAND_VLAN, "inband"))
+        elif d.role == "inband_core" and d.slot < GATEWAY_PAIR:
+            out.extend(_vrr_gateway(pool, spec.max_su, d.name, d.slot, INBAND_VLAN, "inband"))
 
     # Storage: per SU storage leaf subnet for node storage ports; servers in the last one.
     if spec.storage_fabric.enabled:
@@ -168,18 +180,44 @@ def plan(
         server_ports = (
             spec.storage_fabric.storage_servers * cat.appliances[spec.storage_fabric.server_model].storage_ports
         )
-        plen = min(prefix_for(spec.nodes_per_su * ppn + 1), prefix_for(server_ports + 1))
-        pool = Pool(spec, "storage", plen, spec.max_su + 1)
+        # A subnet per storage leaf: the SU leaves' (index = SU), then each server leaf's, the
+        # gateway .1 on the leaf's storage SVI. Server leaves are pod-wide, so their index is stable.
+        server_links: dict[str, list[Link]] = {}
+        for lk in by_tier.get("server-storage_leaf", ()):
+            server_links.setdefault(lk.b_device, []).append(lk)
+        per_server_leaf = max((len(v) for v in server_links.values()), default=0)
+        plen = min(prefix_for(spec.nodes_per_su * ppn + 1), prefix_for(per_server_leaf + 1))
+        pool = Pool(spec, "storage", plen, spec.max_su + len(server_links))
+        gateway_of: dict[str, int] = {}
         for lk in by_tier.get("node-storage_leaf", ()):
             su0, rest = divmod(lk.slot, spec.nodes_per_su * ppn)
             address, net = pool.host(su0, rest + 2)
             add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(su0)[0] + 1)))
-        for lk in by_tier.get("server-storage_leaf", ()):
-            address, net = pool.host(spec.max_su, lk.slot + 2)
-            add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(spec.max_su)[0] + 1)))
+            gateway_of[lk.b_device] = su0
+        for k, leaf in enumerate(sorted(server_links)):
+            index = spec.max_su + k
+            gateway_of[leaf] = index
+            for host, lk in enumerate(sorted(server_links[leaf], key=lambda x: x.slot)):
+                address, net = pool.host(index, host + 2)
+                add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(index)[0] + 1)))
+        for leaf, index in sorted(gateway_of.items()):
+            address, net = pool.host(index, 1)
+            add(Address(leaf, f"vlan{STORAGE_VLAN}", address, net, "storage"))
 
     out += _oob(spec, devices, links, racks, rack_positions)
     return out, _asns(spec, cat, sz, devices, region_size)
+
+
+def _vrr_gateway(pool: Pool, index: int, switch: str, side: int, vlan: int, pool_name: str) -> list[Address]:
+    """One switch of a pair: its own SVI address (from the top of the subnet, side 0 lower) and
+    the shared VRR gateway .1 (Cumulus names the virtual interface vlanN-v0)."""
+    base, net = pool.subnet(index)
+    top = base + pool.size - 1  # broadcast
+    own = f"{int_to_str(top - GATEWAY_PAIR + side)}/{pool.prefix_len}"
+    return [
+        Address(switch, f"vlan{vlan}", own, net, pool_name),
+        Address(switch, f"vlan{vlan}-v0", f"{int_to_str(base + 1)}/{pool.prefix_len}", net, pool_name),
+    ]
 
 
 def _storage_uplinks_max(spec: PodSpec, cat: Catalog, storage_up: list[Link]) -> int:

@@ -10,11 +10,11 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 import netaddr
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from topology import catalog
+from topology import catalog, strict_yaml
 from topology.errors import SpecError, SpecErrors
+from topology.spec_bounds import check_bounds
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Ratio = Annotated[str, Field(pattern=r"^[1-9][0-9]*:[1-9][0-9]*$", description='down:up, e.g. "1:1"')]
@@ -27,7 +27,8 @@ BgpPeering = Annotated[
 
 
 class _Spec(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: `true` or "3" is not a count, "yes" is not a boolean; numbers must be finite
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 def _known(kind: str, value: str) -> str:
@@ -79,6 +80,12 @@ class Inband(_Spec):
     mgmt_nodes: Annotated[int, Field(ge=0)] = 3
     mgmt_node_model: str = "mgmt-server"
     switch_os: SwitchOs = "cumulus"
+    pairing: Literal["mlag", "evpn_mh"] = Field(
+        "mlag",
+        description="how each SU's switch pair carries the nodes' bond0: MLAG with cabled peer links, "
+        "or EVPN multihoming (no peer link; needs an EVPN underlay on the pair)",
+    )
+    peer_links: Annotated[int, Field(ge=1, le=8)] = Field(2, description="MLAG peer-link cables per switch pair")
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))
@@ -242,10 +249,22 @@ def _field_path(loc: tuple) -> str:
     return ".".join(str(p) for p in loc) or "pod"
 
 
+def _whole_numbers(data: object) -> object:
+    """3.0 -> 3: Pulumi hands a provider its inputs as protobuf Struct values, where every
+    number is a double. Only numbers change; "3" and true stay what they are (and are refused)."""
+    if isinstance(data, dict):
+        return {k: _whole_numbers(v) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_whole_numbers(v) for v in data]
+    if isinstance(data, float) and data.is_integer() and abs(data) < 2**53:
+        return int(data)
+    return data
+
+
 def parse(data: object) -> PodSpec:
     """Validate a spec dict; every problem becomes a SpecError naming its field."""
     try:
-        return PodSpec.model_validate(data)
+        pod = PodSpec.model_validate(_whole_numbers(data))
     except ValidationError as e:
         errors = []
         for err in e.errors():
@@ -260,36 +279,51 @@ def parse(data: object) -> PodSpec:
                 loc = ("max_scalable_units",) if "max_scalable_units" in msg else ()
             errors.append(SpecError(_field_path(loc), msg))
         raise SpecErrors(errors) from None
+    check_bounds(pod)  # counts the catalog cannot hold, before any builder lays them out
+    return pod
 
 
 def _load_yaml(text: str, source: str) -> object:
-    try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        where = ""
-        mark = getattr(e, "problem_mark", None)
-        if mark is not None:
-            where = f" at line {mark.line + 1}, column {mark.column + 1}"
-        raise SpecError(source, f"malformed YAML{where}: {getattr(e, 'problem', e)}") from None
+    return strict_yaml.loads(text, source)
 
 
 def load_spec_file(path: str) -> PodSpec:
     """A bare spec file: the value of `superpod:pod`."""
-    with open(path, encoding="utf-8") as f:
-        data = _load_yaml(f.read(), path)
+    data = strict_yaml.load_file(path)
     if not isinstance(data, dict):
         raise SpecError(path, "a spec file must be a mapping (the value of superpod:pod)")
     return parse(data)
 
 
-def load_stack_file(path: str) -> PodSpec:
-    """A Pulumi stack file: the spec is the structured config value `superpod:pod`."""
-    with open(path, encoding="utf-8") as f:
-        data = _load_yaml(f.read(), path)
-    pod = (data or {}).get("config", {}).get("superpod:pod") if isinstance(data, dict) else None
+def _stack_pod(data: object, path: str) -> object:
+    if not isinstance(data, dict):
+        raise SpecError(path, "a stack file must be a mapping with a config: mapping")
+    config = data.get("config")
+    if not isinstance(config, dict):
+        rule = "required field is missing" if config is None else "must be a mapping (key: value)"
+        raise SpecError(f"{path}: config", rule)
+    pod = config.get("superpod:pod")
     if pod is None:
         raise SpecError(f"{path}: config.superpod:pod", "required field is missing")
-    return parse(pod)
+    if not isinstance(pod, dict):
+        raise SpecError(f"{path}: config.superpod:pod", "must be a mapping (the pod spec)")
+    return pod
+
+
+def load_stack_file(path: str) -> PodSpec:
+    """A Pulumi stack file: the spec is the structured config value `superpod:pod`."""
+    return parse(_stack_pod(strict_yaml.load_file(path), path))
+
+
+def load_spec_or_stack_file(path: str) -> PodSpec:
+    """Either kind of file, told apart by its structure (a top-level `config:` mapping is a
+    stack file), never by text that a comment could hold."""
+    data = strict_yaml.load_file(path)
+    if isinstance(data, dict) and "config" in data and "name" not in data:
+        return parse(_stack_pod(data, path))
+    if not isinstance(data, dict):
+        raise SpecError(path, "a spec file must be a mapping (the value of superpod:pod)")
+    return parse(data)
 
 
 def json_schema() -> dict:
