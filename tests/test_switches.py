@@ -193,3 +193,14 @@ def test_golden(stack, device, name, changes):
         golden.parent.mkdir(parents=True, exist_ok=True)
         golden.write_text(text, encoding="utf-8")
     assert text == golden.read_text(encoding="utf-8"), f"regenerate with UPDATE_GOLDEN=1 if intended: {golden}"
+
+
+def test_diff_lists_per_switch_what_changes():
+    from topology.diff import diff_layouts
+
+    grown = build(spec_with("lab", scalable_units=2))
+    changes = diff_layouts(stack_layout("lab"), grown)["switch configs"]
+    assert "su02-leaf-rail0/startup.yaml" in changes.added
+    spine = [c for c in changes.changed if c.startswith("spine-01/startup.yaml")]
+    assert spine and "+" in spine[0]  # the spine gains the second SU's leaves
+    assert not diff_layouts(stack_layout("lab"), stack_layout("lab"))["switch configs"]

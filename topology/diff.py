@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from topology.model import Layout
+from topology.render.switches.changes import switch_config_changes
 
 
 @dataclass
@@ -48,4 +49,5 @@ def diff_layouts(old: Layout, new: Layout) -> dict[str, Changes]:
             {(a.device, a.interface): a for a in new.addresses},
             lambda k, a: f"{a.device} {a.interface} {a.address}",
         ),
+        "switch configs": switch_config_changes(old, new),
     }

@@ -15,6 +15,7 @@ from tests.conftest import ROOT, STACKS, spec_with, stack_layout
 from tests.pulumi.harness import Run, run_program, stack_pod
 from topology.cli import app
 from topology.pulumi.ansible_run import tree_digest
+from topology.pulumi.artifact_tree import ArtifactTreeProvider
 from topology.pulumi.artifacts import ArtifactProvider
 from topology.pulumi.records import RecordProvider
 from topology.pulumi.vault import VaultFileProvider
@@ -91,6 +92,8 @@ def write_as_pulumi_up(run: Run, root: Path) -> None:
     """What the engine does on `pulumi up`: create each file resource through its provider."""
     for r in run.by_type(":Artifact"):
         ArtifactProvider().create(plain(r.inputs) | {"root": str(root)})
+    for r in run.by_type(":ArtifactTree"):
+        ArtifactTreeProvider().create(plain(r.inputs) | {"root": str(root)})
     for r in run.by_type(":VaultFile"):
         props = {k: v["value"] if isinstance(v, dict) and "value" in v else v for k, v in plain(r.inputs).items()}
         VaultFileProvider().create(props | {"root": str(root)})
@@ -139,7 +142,9 @@ def test_bmc_credentials_are_secrets_and_never_plain_text(tmp_path):
     # the files as `pulumi up` writes them: the password only as vault ciphertext
     write_as_pulumi_up(run, tmp_path)
     files = tree(tmp_path)
-    assert "inventories/lab/group_vars/all/vault.yml" in files and len(files) == len(run.by_type(":Artifact")) + 1
+    in_trees = sum(len(plain(r.inputs)["files"]) for r in run.by_type(":ArtifactTree"))
+    assert "inventories/lab/group_vars/all/vault.yml" in files
+    assert len(files) == len(run.by_type(":Artifact")) + in_trees + 1
     for name, body in files.items():
         assert CREDS["bmcPassword"].encode() not in body and CREDS["bmcUsername"].encode() not in body, name
     generated = files["inventories/lab/group_vars/all/00_generated.yml"].decode()

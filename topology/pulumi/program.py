@@ -13,12 +13,14 @@ from topology.build import build
 from topology.errors import SpecError
 from topology.model import Layout
 from topology.pulumi.ansible_run import AnsibleRun
+from topology.pulumi.artifact_tree import ArtifactTree
 from topology.pulumi.artifacts import SEED, Artifact, render_files
 from topology.pulumi.components import Pod
 from topology.pulumi.files import sha256_text
 from topology.pulumi.settings import Settings
 from topology.pulumi.vault import VaultFile
 from topology.render.inventory import OVERRIDES, OVERRIDES_SEED
+from topology.render.switches import SUBDIR as SWITCHES
 
 VAULT = Path("group_vars/all/vault.yml")  # beside 00_generated.yml, which refers to its variables
 
@@ -29,11 +31,21 @@ class Artifacts(pulumi.ComponentResource):
     def __init__(self, name: str, s: Settings, files: dict[Path, str], opts: pulumi.ResourceOptions | None = None):
         super().__init__("superpod:index:Artifacts", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
+        # switch configs (one file per switch) are one resource for the folder, not one each
+        trees = {s.out_dir / SWITCHES}
+        in_tree = {p: c for p, c in files.items() if any(t in p.parents for t in trees)}
         self.files = {
             str(path): Artifact(str(path), root=str(s.root), path=str(path), content=content, pod=s.pod,
                                 out_dir=str(s.out_dir), inventory_dir=str(s.inventory_dir), opts=child)
             for path, content in files.items()
+            if path not in in_tree
         }
+        for tree in sorted(trees):
+            members = {str(p): c for p, c in in_tree.items() if tree in p.parents}
+            if members:
+                self.files[str(tree)] = ArtifactTree(str(tree), root=str(s.root), path=str(tree), files=members,
+                                                     pod=s.pod, out_dir=str(s.out_dir),
+                                                     inventory_dir=str(s.inventory_dir), opts=child)
         seed = s.inventory_dir / OVERRIDES
         self.files[str(seed)] = Artifact(str(seed), root=str(s.root), path=str(seed), content=OVERRIDES_SEED,
                                          mode=SEED, opts=child)

@@ -126,7 +126,7 @@ def render_nvue(sw: SwitchIntent) -> str:
 # A block-YAML writer for this one shape (nested mappings of plain scalars): PyYAML's representer
 # took 20 s for roce-8k's 1,087 files. tests/test_switches.py proves yaml.safe_load reads back the
 # same structure for every switch.
-_PLAIN = re.compile(r"^[A-Za-z_][\w./:-]*$|^[0-9]+(\.[0-9]+){3}(/[0-9]+)?$")
+_PLAIN = re.compile(r"^[A-Za-z_][\w./:-]*$|^[0-9]+(\.[0-9]+){3}(/[0-9]+)?$|^[0-9]+[A-Za-z]+$")
 _YAML_WORDS = {"on", "off", "yes", "no", "true", "false", "null", "y", "n", "~"}
 
 
