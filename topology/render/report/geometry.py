@@ -29,6 +29,7 @@ ROLE_COLOR = {
     "inband_switch": "#b07aa1", "inband_core": "#d4a6c8", "mgmt_node": "#9d7660",
     "oob_switch": "#bab0ac", "oob_aggregation": "#79706e", "cdu": "#76b7b2", "pdu": "#555555",
 }  # fmt: skip
+RAIL_COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f")
 BOX_W, BOX_H, GAP, LEVEL_H, MARGIN = 104, 38, 10, 100, 140
 
 
@@ -55,6 +56,7 @@ class Edge:
     cables: int
     width: float
     title: str
+    color: str = ""  # default: the stylesheet's grey
 
 
 @dataclass
@@ -174,7 +176,10 @@ def su_diagram(layout: Layout, su: int) -> Diagram:
         a, b = boxes[na], boxes[nb]
         if a.level < b.level:
             a, b = b, a
-        edges.append(Edge(a, b, n, _edge_width(n) if n > 1 else 0.6, f"{na} – {nb}: {n} cable{'s' if n > 1 else ''}"))
+        rail = by_name[na].rail if by_name[na].rail is not None else by_name[nb].rail
+        color = RAIL_COLORS[rail % len(RAIL_COLORS)] if rail is not None else ""
+        title = f"{na} – {nb}: {n} cable{'s' if n > 1 else ''}"
+        edges.append(Edge(a, b, n, _edge_width(n) if n > 1 else 0.6, title, color))
     return Diagram(f"SU{su:02d} compute fabric", round(width, 1), height, ordered, edges)
 
 
