@@ -232,6 +232,22 @@ def test_cable_ids_survive_growth():
         assert ids[(r["a_device"], r["a_port"])] == r["cable_id"], r
 
 
+def test_labels_elevations_and_oob_wiring_agree(lab):
+    """An OOB cable runs inside its rack, to the OOB switch at the top; its labels name the units
+    the elevation draws the two devices at."""
+    layout, html = lab
+    by_name = layout.by_name
+    oob = [r for r in rows(labels_csv(layout)) if r["kind"] == "device-oob"]
+    assert len(oob) == sum(1 for d in layout.devices if d.role != "oob_switch")  # all managed, PDUs too
+    for r in oob:
+        device, switch = by_name[r["a_device"]], by_name[r["b_device"]]
+        assert switch.role == "oob_switch" and device.rack == switch.rack == r["a_rack"] == r["b_rack"]
+        drawn = {a["data-device"]: a for a in Elements(html[f"{switch.rack}.html"]).having("g", "data-device")}
+        assert r["b_unit"] == f"U{int(drawn[switch.name]['data-unit']):02d}"
+        if device.rack_unit:
+            assert r["a_unit"] == f"U{int(drawn[device.name]['data-unit']):02d}"
+
+
 # ---- the commands ---------------------------------------------------------------------------------
 
 

@@ -44,6 +44,8 @@ def _cards(layout: Layout) -> list[tuple[str, str]]:
         ("kW budget", f"{budget:,}"),
         ("cooling", layout.spec.racks.cooling),
         ("kW to liquid", f"{round(sum(r.liquid_kw for r in racks), 1):,}"),
+        ("PDUs", str(sum(1 for d in layout.devices if d.role == "pdu"))),
+        ("CDUs", str(sum(1 for d in layout.devices if d.role == "cdu"))),
     ]
 
 
