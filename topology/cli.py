@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.text import Text
 
 from topology.build import build
-from topology.errors import SpecError, SpecErrors
-from topology.spec import PodSpec, json_schema, load_spec_file, load_stack_file
+from topology.errors import SpecError, SpecErrors, plain
+from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
     add_completion=False,
@@ -29,9 +31,18 @@ ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pul
 
 
 def fail(errors: list[SpecError] | SpecError) -> None:
+    # Text, not markup: field and rule quote the user's input, which may hold [brackets] or escapes
     for e in errors if isinstance(errors, list) else [errors]:
-        err.print(f"[bold red]error:[/] [bold]{e.field}[/]: {e.rule}", highlight=False)
+        err.print(Text.assemble(("error:", "bold red"), " ", (plain(e.field), "bold"), f": {plain(e.rule)}"))
     raise typer.Exit(2)
+
+
+STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # the rule of pod names: a stack names folders
+
+
+def check_stack_name(stack: str) -> None:
+    if not STACK_NAME.fullmatch(stack):
+        fail(SpecError("--stack", "must be lowercase letters, digits and '-' (at most 63, not starting with '-')"))
 
 
 def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, PodSpec]:
@@ -39,6 +50,7 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
         fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
     try:
         if stack:
+            check_stack_name(stack)
             path = project_dir / f"Pulumi.{stack}.yaml"
             if not path.is_file():
                 fail(SpecError("--stack", f"no stack file {path}"))
@@ -72,7 +84,8 @@ def plan(
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
     from topology.render.artifacts import render_artifacts
-    from topology.render.files import write_all
+    from topology.render.files import publish
+    from topology.render.inventory import OVERRIDES
     from topology.render.summary import summary, summary_tables
 
     name, pod = load(stack, spec, project_dir)
@@ -84,7 +97,11 @@ def plan(
         from topology.render.report import render_report
 
         files.update(render_report(layout, out_dir))
-    changed = write_all(files)
+    try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
+        changed = publish(files, out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+    except OSError as e:
+        where = e.filename or out_dir
+        fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
     if json_summary:
         print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)}, indent=1))
         return
@@ -114,14 +131,10 @@ def report_cmd(
 
 def _load_either(ref: str, project_dir: Path) -> PodSpec:
     path = Path(ref)
-    if path.is_file():
-        return load(None, path, project_dir)[1] if "superpod:pod" not in path.read_text() else _stack_from_path(path)
-    return load(ref, None, project_dir)[1]
-
-
-def _stack_from_path(path: Path) -> PodSpec:
-    try:
-        return load_stack_file(str(path))
+    if not path.is_file():
+        return load(ref, None, project_dir)[1]
+    try:  # a stack file or a bare spec, told apart by structure (a comment cannot mislead it)
+        return load_spec_or_stack_file(str(path))
     except SpecErrors as e:
         fail(e.errors)
     except SpecError as e:

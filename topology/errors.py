@@ -16,3 +16,11 @@ class SpecErrors(ValueError):
     def __init__(self, errors: list[SpecError]):
         self.errors = errors
         super().__init__("\n".join(str(e) for e in errors))
+
+
+def plain(text: object) -> str:
+    """`text` safe to print on a terminal: control characters (escape sequences, newlines in a
+    key) shown as \\xNN escapes, so input can neither hide nor restyle an error line."""
+    return "".join(
+        c if c.isprintable() or c == " " else ascii(c)[1:-1] for c in str(text)
+    )

@@ -3,6 +3,7 @@ handling, resource budget, and artifacts byte-identical to `superpod plan`'s."""
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -100,7 +101,15 @@ def write_as_pulumi_up(run: Run, root: Path) -> None:
 
 
 def tree(root: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+    """The files a reader sees (through plan's links), without plan's hidden generation folders."""
+    seen = {}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        for name in filenames:
+            if not name.startswith("."):
+                p = Path(dirpath) / name
+                seen[str(p.relative_to(root))] = p.read_bytes()
+    return dict(sorted(seen.items()))
 
 
 @pytest.mark.parametrize("stack", STACK_CASES)
