@@ -86,9 +86,15 @@ def test_registry_override_reaches_every_repository():
     assert len(repos) >= 10 and all(r.startswith("mirror.local:5000/nvidia") for r in repos)
 
 
-def test_defaults_host_managed_driver_and_toolkit():
+def test_defaults_host_managed_driver_operator_managed_toolkit():
+    """No role installs nvidia-container-toolkit or configures containerd's nvidia runtime on the
+    hosts: with toolkit.enabled false no GPU pod would ever schedule. The operator's toolkit
+    daemonset installs it and configures containerd; the driver stays host-managed."""
     d = defaults("gpu_operator")
-    assert d["gpu_operator_driver_enabled"] is False and d["gpu_operator_toolkit_enabled"] is False
+    assert d["gpu_operator_driver_enabled"] is False and d["gpu_operator_toolkit_enabled"] is True
+    values = yaml.safe_load(render("gpu-operator-values.yaml.j2", d))
+    assert values["toolkit"]["enabled"] is True and values["driver"]["enabled"] is False
+    assert values["operator"]["defaultRuntime"] == "containerd"
     assert d["gpu_operator_dcgm_exporter_enabled"] and d["gpu_operator_mig_manager_enabled"]
     assert d["gpu_operator_topology_label_keys"]["su"] == "topology.kubernetes.io/zone"
 
