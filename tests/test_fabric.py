@@ -108,7 +108,7 @@ FABRICS = st.sampled_from([("roce", "sn5400"), ("roce", "sn5600"), ("infiniband"
 @given(fabric=FABRICS, sus=st.integers(1, 5), extra=st.integers(0, 3),
        nodes=st.sampled_from([2, 3, 4, 8, 16, 24, 31, 32, 48, 64]),
        ratio=st.sampled_from(["1:1", "2:1", "3:1", "4:3"]), ufm=st.booleans(),
-       model=st.sampled_from(["dgx-h100", "hgx-h100-8x400g", "dgx-b200"]),
+       model=st.sampled_from(["dgx-h100", "hgx-h100-8x400g", "hgx-h100-8x400g-lc", "dgx-b200"]),
        rail_mode=st.sampled_from(["p2p", "per_leaf"]), cooling=st.sampled_from(["air", "liquid"]))
 def test_generated_specs_hold_invariants(fabric, sus, extra, nodes, ratio, ufm, model, rail_mode, cooling):
     kind, switch = fabric

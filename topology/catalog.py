@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from functools import cache
+from math import sqrt
 from pathlib import Path
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict
@@ -62,7 +64,17 @@ class NodeModel(_Entry):
     bmc_port: str
     power_kw: float
     rack_units: int
-    liquid_capture: float
+    cooling: Literal["air", "liquid"]
+    liquid_capture: float  # share of the heat cold plates take (0 for air-cooled models)
+    psus: int  # split evenly over the rack's A and B feeds
+    psus_required: int  # PSUs needed at full load
+    psu_kw: float
+
+    def kw_on_one_feed(self) -> float:
+        """What the node draws from the surviving feed when the other fails: its PSUs on that
+        feed cap it when fewer remain than it needs."""
+        left = self.psus // 2
+        return self.power_kw if left >= self.psus_required else min(self.power_kw, left * self.psu_kw)
 
     @property
     def rails(self) -> int:
@@ -120,9 +132,22 @@ class Appliance(_Entry):
 class PduModel(_Entry):
     vendor: str
     protocol: str
-    max_kw: float
+    volts: int  # line-to-line for three-phase
+    amps: int  # the circuit breaker's rating
+    phases: Literal[1, 3]
     outlets: int
     mgmt_port: str
+
+    @property
+    def nameplate_kw(self) -> float:
+        return self.volts * self.amps * (sqrt(3) if self.phases == 3 else 1) / 1000
+
+    @property
+    def continuous_kw(self) -> float:
+        """What it may carry continuously: 80% of the circuit (NEC 210.19/210.20)."""
+        return round(0.8 * self.nameplate_kw, 1)
+
+    max_kw = continuous_kw  # the capacity every budget check uses
 
 
 class CduModel(_Entry):

@@ -49,6 +49,9 @@ class Rack:
     cooling: str
     rack_units_used: int
     ordinal: int = 0  # position among the end state's rack positions (OOB subnets derive from it)
+    feed_capacity_kw: float = 0.0  # one feed's continuous rating (2N: it may carry the rack alone)
+    feed_loss_kw: float = 0.0  # what the surviving feed carries when the other fails
+    on_feed_loss: str = "full load"  # or which gear is power-capped by its PSU layout
 
 
 @dataclass(frozen=True, slots=True)

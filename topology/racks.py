@@ -58,10 +58,20 @@ class Placement:
         self.cdu_model = self._cdu_model()
         per_rack_cdu = r.cooling == "liquid" and r.cdu == "per_rack"
         self.usable_ru = r.rack_units - r.reserved_units - (self.cdu_model.rack_units if per_rack_cdu else 0)
-        # A rack may draw what its budget allows and what one feed can carry alone (2N).
-        feed_kw = r.pdus_per_feed * cat.pdus[r.pdu_model].max_kw
-        self.usable_kw = min(r.power_budget_kw, feed_kw) - self.oob_model.power_kw
-        by_power = floor(self.usable_kw / node.power_kw + 1e-9)
+        if r.cooling == "liquid" and node.cooling != "liquid":
+            raise SpecError(
+                "racks.cooling",
+                f"{spec.node_model} is air-cooled (no cold plates); liquid cooling needs a liquid-cooled "
+                f"node model ({', '.join(k for k, n in cat.nodes.items() if n.cooling == 'liquid')})",
+            )
+        # A rack may draw what its budget allows, and what one feed carries alone (2N) when the
+        # other fails: nodes whose PSUs on one feed cannot carry them draw only what those give.
+        self.feed_kw = r.pdus_per_feed * cat.pdus[r.pdu_model].continuous_kw
+        self.usable_kw = min(r.power_budget_kw, self.feed_kw) - self.oob_model.power_kw
+        oob_kw = self.oob_model.power_kw
+        by_power = floor(
+            min((r.power_budget_kw - oob_kw) / node.power_kw, (self.feed_kw - oob_kw) / node.kw_on_one_feed()) + 1e-9
+        )
         by_space = self.usable_ru // node.rack_units
         self.nodes_per_rack = min(by_power, by_space)
         if self.nodes_per_rack < 1:
@@ -162,6 +172,7 @@ class Placement:
         """Rack positions in a row: the racks plus room for in-row CDUs at its end."""
         r = self.spec.racks
         cdus = ceil(r.racks_per_row * r.power_budget_kw / self.cdu_model.capacity_kw) if r.cooling == "liquid" else 0
+        cdus += 1 if cdus and r.cdu_redundancy == "n+1" else 0
         return r.racks_per_row + cdus
 
     def rack_index(self, row: int, position: int) -> int:
@@ -221,7 +232,8 @@ def place_racks(
         # In-row CDUs stand at the row's end; sized for the row's end-state load.
         for row in sorted(row_liquid):
             full_row = _row_liquid_at_max(spec, pl, node, row)
-            for i in range(ceil(full_row / cdu.capacity_kw)):
+            spare = 1 if r.cdu_redundancy == "n+1" else 0
+            for i in range(ceil(full_row / cdu.capacity_kw) + spare):
                 rack = Names.rack(row, r.racks_per_row + 1 + i)
                 position[rack] = (row, r.racks_per_row + 1 + i)
                 su_of[rack] = None
@@ -285,7 +297,6 @@ def place_racks(
     for d in extra:
         racks.setdefault(d.rack, []).append(d)
 
-    pdu = cat.pdus[r.pdu_model]
     pdus = []
     for name in sorted(racks):
         for feed in ("a", "b"):
@@ -358,12 +369,20 @@ def place_racks(
         planned = round(sum(d.power_kw for d in members), 3)
         if planned > budget + 1e-9:
             raise SpecError("racks.power_budget_kw", f"{name} plans {planned:.1f} kW, over its {budget} kW budget")
-        if planned > r.pdus_per_feed * pdu.max_kw + 1e-9:
+        feed_loss_kw = round(sum(node.kw_on_one_feed() if d.role == "gpu_node" else d.power_kw for d in members), 3)
+        if feed_loss_kw > pl.feed_kw + 1e-9:
             raise SpecError(
-                "racks.pdu_model",
-                f"{name} plans {planned:.1f} kW but one feed of "
-                f"{r.pdus_per_feed} x {r.pdu_model} carries {r.pdus_per_feed * pdu.max_kw} kW (2N)",
+                "racks.pdus_per_feed",
+                f"{name} draws {feed_loss_kw:.1f} kW from one feed when the other fails, but one feed of "
+                f"{r.pdus_per_feed} x {r.pdu_model} carries {pl.feed_kw:.1f} kW continuously (80% rating); "
+                f"add PDUs per feed or lower racks.power_budget_kw",
             )
+        capped = sum(1 for d in members if d.role == "gpu_node" and node.kw_on_one_feed() < node.power_kw)
+        on_feed_loss = (
+            f"{capped} nodes power-capped: {node.psus // 2} of {node.psus} PSUs left, {node.psus_required} needed"
+            if capped
+            else "full load"
+        )
         lq = round(sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node"), 3) if liquid else 0.0
         kinds = {d.role for d in members}
         kind = (
@@ -390,6 +409,9 @@ def place_racks(
                 r.cooling,
                 sum(d.rack_units for d in members),
                 pl.rack_index(row, pos),
+                round(pl.feed_kw, 3),
+                feed_loss_kw,
+                on_feed_loss,
             )
         )
     return placed + extra + oob_devices, links, out_racks, pl.rows_max(agg_racks) * pl.row_width

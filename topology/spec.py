@@ -113,6 +113,9 @@ class Racks(_Spec):
     racks_per_row: PositiveInt = 16
     cooling: Literal["air", "liquid"] = "air"
     cdu: Literal["per_row", "per_rack"] = "per_row"
+    cdu_redundancy: Literal["n", "n+1"] = Field(
+        "n+1", description="in-row CDUs: one more than the row's liquid load needs, so one can fail or be serviced"
+    )
     cdu_model: str | None = None
     ashrae_class: Literal["W17", "W27", "W32", "W40", "W45", "W+"] = "W32"
     pdu_model: str = "raritan-px4-60a"

@@ -105,6 +105,9 @@ def racks_csv(layout: Layout) -> str:
             "air_kw",
             "cooling",
             "rack_units_used",
+            "feed_capacity_kw",
+            "feed_loss_kw",
+            "on_feed_loss",
         ],
         (
             (
@@ -119,6 +122,9 @@ def racks_csv(layout: Layout) -> str:
                 r.air_kw,
                 r.cooling,
                 r.rack_units_used,
+                r.feed_capacity_kw,
+                r.feed_loss_kw,
+                r.on_feed_loss,
             )
             for r in layout.racks
         ),
