@@ -88,25 +88,33 @@ class SwitchModel(_Entry):
     cage_speed_gbps: int
     lanes: dict[int, int]  # port speed -> ports per cage
     port_name: str
-    breakout_name: str | None = None
+    breakout_name: str | None = None  # a cage split into sub-ports (swp1s0..)
+    ports_per_cage: int = 1  # physical ports a cage carries unsplit (Quantum-2 twin-port OSFP: 2)
+    split_name: str | None = None  # a twin-port cage's ports split again (1/<cage>/<port>/<split>)
+    max_ports: int | None = None  # the switch's own limit on logical ports, whatever the lanes allow
     sub_base: int = 0
     uplink_cages: int = 0
     uplink_speed_gbps: int = 0
     mgmt_port: str
     power_kw: float
     rack_units: int
+    source: str  # where these facts come from
 
     def radix(self, speed_gbps: int) -> int:
         """Ports at `speed_gbps` (breakout included); 0 when the speed is not supported."""
-        return self.cages * self.lanes.get(speed_gbps, 0)
+        ports = self.cages * self.lanes.get(speed_gbps, 0)
+        return min(ports, self.max_ports) if self.max_ports else ports
 
     def port(self, index: int, speed_gbps: int) -> str:
         """Name of logical port `index` (0-based) at `speed_gbps`."""
         per_cage = self.lanes[speed_gbps]
         cage, sub = divmod(index, per_cage)
-        split = per_cage > 1 and self.breakout_name is not None
-        template = self.breakout_name if split else self.port_name
-        return template.format(cage=cage + 1, sub=sub + self.sub_base)
+        if per_cage <= self.ports_per_cage or (self.breakout_name is None and self.split_name is None):
+            return self.port_name.format(cage=cage + 1, sub=sub + self.sub_base)
+        if self.split_name:
+            port, split = divmod(sub, per_cage // self.ports_per_cage)
+            return self.split_name.format(cage=cage + 1, port=port + self.sub_base, split=split + 1)
+        return self.breakout_name.format(cage=cage + 1, sub=sub + self.sub_base)
 
     def uplink_port(self, index: int) -> str:
         """Dedicated uplink cages that follow the access ports (e.g. SN2201 swp49-52)."""
