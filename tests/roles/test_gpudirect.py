@@ -71,7 +71,8 @@ def plans(tmp_path_factory):
                            **{"nvidia_driver_secure_boot_enabled": False, "nvidia_driver_in_container": False,
                               **overrides})
     tasks = [{"ansible.builtin.include_role": {"name": "nvidia_driver", "tasks_from": "plan.yml"}},
-             {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_gpudirect_effective }}"}}]
+             {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_gpudirect_effective }}"}},
+             {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_other_kernel_packages }}"}}]
     return run_play(tmp, tasks, hosts)
 
 
@@ -81,6 +82,23 @@ def test_gpudirect_choice_follows_modules_kernel_and_rdma_stack(plans, host):
     failed = [r for r in plans[host] if r.get("failed")]
     if want in ("dmabuf", "peermem"):
         assert not failed, failed
-        assert debug_values(plans[host])[-1] == want
+        assert debug_values(plans[host])[-2] == want
     else:
         assert failed and want in failed[0]["msg"]
+
+
+# Ubuntu's dependency graph (packages.ubuntu.com, nvidia-graphics-drivers-<branch>[-server]):
+# nvidia-headless-<b>[-server][-open] Depends nvidia-dkms-<b>... and nvidia-headless-no-dkms-<b>...
+UBUNTU_DEPENDS = {
+    "nvidia-headless-{b}-server": ["nvidia-dkms-{b}-server", "nvidia-headless-no-dkms-{b}-server"],
+    "nvidia-headless-{b}-server-open": ["nvidia-dkms-{b}-server-open", "nvidia-headless-no-dkms-{b}-server-open"],
+}
+
+
+@pytest.mark.parametrize("host,branch", [("open-580-noble", "580"), ("proprietary-535-doca-dkms", "535")])
+def test_other_flavour_removal_spares_what_the_chosen_one_depends_on(plans, host, branch):
+    removed = debug_values(plans[host])[-1]
+    installed = [p for p in UBUNTU_DEPENDS if p.format(b=branch).endswith("-open") == host.startswith("open")]
+    assert len(installed) == 1
+    needed = {d.format(b=branch) for d in UBUNTU_DEPENDS[installed[0]]}
+    assert removed and not needed & set(removed), removed
