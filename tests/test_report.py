@@ -81,9 +81,10 @@ def test_rack_units_are_top_of_rack_oob_and_bottom_up_gear():
 def test_no_room_for_the_oob_switch_is_a_spec_error():
     from topology.errors import SpecError
 
-    # four 8U nodes fill 32 of 32 units; with no reserved units the OOB switch has no place
+    # three 8U nodes (what one feed carries) fill 24 of 24 units; with no reserved units the
+    # OOB switch has no place
     with pytest.raises(SpecError) as e:
-        build(spec_with("lab", racks={"rack_units": 32, "reserved_units": 0}))
+        build(spec_with("lab", racks={"rack_units": 24, "reserved_units": 0}))
     assert e.value.field == "racks.reserved_units"
 
 

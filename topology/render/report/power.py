@@ -57,13 +57,13 @@ class RowPower:
 def rack_power(layout: Layout) -> list[RackPower]:
     cat = catalog.load()
     r = layout.spec.racks
-    feed_kw = r.pdus_per_feed * cat.pdus[r.pdu_model].max_kw
     per_rack_cdu = {d.rack: cat.cdus[d.model].capacity_kw for d in layout.devices if d.role == "cdu"}
     out = []
     for rack in layout.racks:
         limits = [
             Limit("budget", rack.planned_kw, rack.budget_kw, "kW"),
-            Limit("feed", rack.planned_kw, feed_kw, "kW"),
+            # one feed carrying the rack alone (2N), at its continuous rating, PSU caps applied
+            Limit("feed", rack.feed_loss_kw, rack.feed_capacity_kw, "kW"),
             Limit("space", rack.rack_units_used, r.rack_units, "U"),
         ]
         if r.cdu == "per_rack" and rack.liquid_kw and rack.name in per_rack_cdu:
