@@ -11,12 +11,13 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from prometheus_client import generate_latest, start_http_server
+from prometheus_client import generate_latest
 from pydantic import ValidationError
 
 from .agent import Agent
 from .config import load_config
 from .credentials import CredentialsError, field_errors
+from .exposition import MetricsServer
 from .metrics import make_registry
 
 log = logging.getLogger("cooling_agent")
@@ -29,10 +30,11 @@ def rules_text() -> str:
 async def _run(config_path: str) -> int:
     cfg = load_config(config_path)
     agent = Agent(cfg)
-    registry = make_registry(agent.store, cfg)
-    server, _thread = start_http_server(cfg.listen.port, cfg.listen.address, registry=registry)
-    log.info("serving metrics on %s:%d, %d PDUs, %d CDUs, interval %gs", cfg.listen.address,
-             server.server_port, len(cfg.pdus), len(cfg.cdus), cfg.interval_s)
+    auth = agent.credentials.get(cfg.listen.basic_auth_ref) if cfg.listen.basic_auth_ref else None
+    server = await MetricsServer(make_registry(agent.store, cfg), cfg.listen, auth).start()
+    log.info("serving metrics on %s:%d (%s%s), %d PDUs, %d CDUs, interval %gs", cfg.listen.address, server.port,
+             "https" if cfg.listen.tls_cert_file else "http", ", basic auth" if auth else "",
+             len(cfg.pdus), len(cfg.cdus), cfg.interval_s)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -42,10 +44,10 @@ async def _run(config_path: str) -> int:
         await stop.wait()
     finally:
         log.info("stopping")
-        # the HTTP server's shutdown waits up to its 0.5 s poll interval: overlap it with stop()
-        server_down = asyncio.ensure_future(asyncio.to_thread(server.shutdown))
+        t0 = loop.time()
+        await server.stop()
         await agent.stop()
-        await asyncio.wait([server_down], timeout=0.2)
+        log.info("stopped in %.2fs", loop.time() - t0)
     return 0
 
 

@@ -20,8 +20,20 @@ class _Model(BaseModel):
 
 
 class Listen(_Model):
-    address: str = "0.0.0.0"
+    # loopback unless told: the role passes the host's management address
+    address: str = "127.0.0.1"
     port: int = Field(9731, ge=0, le=65535)
+    tls_cert_file: str | None = None  # PEM; with tls_key_file, /metrics is served over HTTPS
+    tls_key_file: str | None = None
+    basic_auth_ref: str | None = None  # credentials reference holding {username, password}
+    max_connections: int = Field(64, ge=1)
+    idle_timeout_s: float = Field(15.0, gt=0)
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Listen:
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("listen: tls_cert_file and tls_key_file go together")
+        return self
 
 
 class Range(_Model):

@@ -9,16 +9,17 @@ from decimal import Decimal
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
-from pymodbus.client import AsyncModbusTcpClient
-from pymodbus.exceptions import ModbusException
 
 from .catalog import METRICS
 from .config import DEFAULT_PORTS, Cdu
 from .model import PollError, PollResult
+
+if TYPE_CHECKING:  # pymodbus is imported on the first Modbus poll: most agents have none
+    from pymodbus.client import AsyncModbusTcpClient
 
 _WIDTH = {"int16": 1, "uint16": 1, "int32": 2, "uint32": 2, "float32": 2}
 _FMT = {"int16": ">h", "uint16": ">H", "int32": ">i", "uint32": ">I", "float32": ">f"}
@@ -92,6 +93,8 @@ class ModbusCduPoller:
         self.client: AsyncModbusTcpClient | None = None
 
     async def _connect(self) -> AsyncModbusTcpClient:
+        from pymodbus.client import AsyncModbusTcpClient
+
         if self.client is None or not self.client.connected:
             if self.client is not None:
                 self.client.close()
@@ -104,6 +107,8 @@ class ModbusCduPoller:
         return self.client
 
     async def poll(self) -> PollResult:
+        from pymodbus.exceptions import ModbusException
+
         try:
             client = await self._connect()
             words: dict[tuple[str, int], int] = {}
