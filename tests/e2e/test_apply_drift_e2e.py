@@ -28,7 +28,8 @@ import pytest
 from tests.e2e.labpod import ROOT, SUPERPOD, TIMINGS, LabPod, docker, drift_json, last_run, superpod
 from topology.operate.events import host_tallies, load_events
 
-pytestmark = pytest.mark.e2e
+# Each step is a whole superpod run on a shared 2-core machine: far over the suite's 300 s default.
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 
 LIMIT = "gpu_nodes"
 
