@@ -52,6 +52,9 @@ PLAN_CASES = {
     "open-580-noble": ("Ubuntu-24", "6.8.0-49-generic", {"nvidia_driver_branch": "580"}, "dmabuf"),
     "proprietary-535-doca-dkms": ("Ubuntu-22", "5.15.0-125-generic",
                                   {"nvidia_driver_branch": "535", "nvidia_driver_rdma_stack": "doca"}, "peermem"),
+    "b200-fabric": ("Ubuntu-24", "6.8.0-49-generic",
+                    {"nvidia_driver_branch": "580", "superpod_gpu_model": "b200", "nvidia_driver_fabricmanager": True},
+                    "dmabuf"),
     "signed-prebuilt-doca": ("Ubuntu-22", "5.15.0-125-generic",
                              {"nvidia_driver_branch": "535", "nvidia_driver_rdma_stack": "doca",
                               "nvidia_driver_secure_boot_enabled": True, "nvidia_driver_secure_boot_signed": True},
@@ -72,6 +75,8 @@ def plans(tmp_path_factory):
                               **overrides})
     tasks = [{"ansible.builtin.include_role": {"name": "nvidia_driver", "tasks_from": "plan.yml"}},
              {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_gpudirect_effective }}"}},
+             {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_fabric_pinned_packages }}"}},
+             {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_unpinned_packages }}"}},
              {"ansible.builtin.debug": {"msg": "{{ nvidia_driver_other_kernel_packages }}"}}]
     return run_play(tmp, tasks, hosts)
 
@@ -82,7 +87,7 @@ def test_gpudirect_choice_follows_modules_kernel_and_rdma_stack(plans, host):
     failed = [r for r in plans[host] if r.get("failed")]
     if want in ("dmabuf", "peermem"):
         assert not failed, failed
-        assert debug_values(plans[host])[-2] == want
+        assert debug_values(plans[host])[-4] == want
     else:
         assert failed and want in failed[0]["msg"]
 
@@ -102,3 +107,12 @@ def test_other_flavour_removal_spares_what_the_chosen_one_depends_on(plans, host
     assert len(installed) == 1
     needed = {d.format(b=branch) for d in UBUNTU_DEPENDS[installed[0]]}
     assert removed and not needed & set(removed), removed
+
+
+def test_b200_fabric_manager_comes_with_nvlsm_and_nscq(plans):
+    """NVLink 5 (B200): the fabric manager needs NVLSM; DCGM's NVSwitch telemetry needs NSCQ at
+    the fabric manager's version (both from NVIDIA's CUDA repository)."""
+    pinned, unpinned = debug_values(plans["b200-fabric"])[-3:-1]
+    assert pinned == ["libnvidia-nscq-580"] and "nvlsm" in unpinned
+    h100_pinned, h100_unpinned = debug_values(plans["proprietary-535-doca-dkms"])[-3:-1]
+    assert h100_pinned == [] and "nvlsm" not in h100_unpinned  # no fabric manager asked for there
