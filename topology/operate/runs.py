@@ -2,15 +2,19 @@
 
 Each run gets its own directory, `.runs/<stack>/<UTC time>-<kind>/`, which is ansible-runner's
 private_data_dir: artifacts/<ident>/ keeps the events (job_events/), stdout and the command.
-Nothing secret is passed in (no extravars, no passwords; the vault password is a file path),
-and the environment ansible-runner records in artifacts/*/command is reduced to names that
-cannot carry secrets once the run ends.
+Nothing secret is passed in (no extravars, no passwords; the vault password is a file path).
+ansible-runner records the environment it hands ansible-playbook in artifacts/*/command before
+the run starts, so that environment is reduced first: names that may carry secrets (tokens,
+passphrases, cloud keys of the operator's shell) are not passed at all -- secrets reach Ansible
+through vault files -- and a kill -9 mid-run leaves nothing secret on disk. Once the run ends
+the record is reduced further, to values of names that cannot carry secrets.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,6 +26,10 @@ from pathlib import Path
 _ENV_KEEP_PREFIXES = ("ANSIBLE_", "LC_", "PYTHON", "VIRTUAL_ENV")
 _ENV_KEEP = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "SHELL", "TERM", "PWD", "TZ"}
 _ENV_SECRETISH = ("PASS", "SECRET", "TOKEN", "KEY", "CREDENTIAL", "AUTH")
+# ...except names that hold a path, a socket or a switch, never the secret itself
+_ENV_NOT_SECRET_SUFFIXES = ("_FILE", "_FILES", "_PATH", "_SOCK", "_CHECKING", "_LIST")
+STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # the pod-name rule: a stack names folders
+_YAML_SUFFIXES = (".yml", ".yaml", ".json")
 
 
 class OperateError(Exception):
@@ -75,7 +83,9 @@ class RunOutcome:
 
 
 def check_request(req: RunRequest) -> None:
-    """Fails before anything runs when an input is missing, naming it."""
+    """Fails before anything runs when an input is missing or unreadable, naming it."""
+    if not STACK_NAME.fullmatch(req.stack):
+        raise OperateError("--stack: must be lowercase letters, digits and '-' (at most 63, not starting with '-')")
     if not (req.inventory_dir / "hosts.yml").is_file():
         raise OperateError(
             f"--stack: no inventory {req.inventory_dir}/hosts.yml; run `superpod plan --stack {req.stack}` first"
@@ -85,8 +95,38 @@ def check_request(req: RunRequest) -> None:
     for overlay in req.overlays:
         if not overlay.exists():
             raise OperateError(f"--inventory-overlay: no such file or directory {overlay}")
+    # Ansible skips an inventory source it cannot parse with a warning; say which and why instead
+    check_inventory_source(req.inventory_dir, "--stack")
+    for overlay in req.overlays:
+        check_inventory_source(overlay, "--inventory-overlay")
     if req.vault_password_file and not req.vault_password_file.is_file():
         raise OperateError(f"--vault-password-file: no such file {req.vault_password_file}")
+
+
+def check_inventory_source(source: Path, field: str) -> None:
+    """The YAML/JSON files of an inventory source (a file or a folder) parse: UTF-8 and well
+    formed (checked on libyaml's event stream, which builds nothing, so big inventories are quick)."""
+    import yaml
+
+    files = [source] if source.is_file() else sorted(
+        p for p in source.rglob("*") if p.is_file() and not any(part.startswith(".") for part in p.parts[-2:])
+    )
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    for path in files:
+        if source.is_dir() and path.suffix not in _YAML_SUFFIXES:
+            continue  # other files in a folder (INI sources, notes) are Ansible's to judge
+        try:
+            for _ in yaml.parse(path.read_bytes().decode("utf-8"), Loader=loader):
+                pass
+        except UnicodeDecodeError as e:
+            raise OperateError(f"{field}: {path} is not UTF-8 text (byte {e.start})") from None
+        except yaml.YAMLError as e:
+            mark = getattr(e, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            if path.suffix in _YAML_SUFFIXES or source.is_dir():
+                raise OperateError(f"{field}: {path} is not valid YAML{where}: {getattr(e, 'problem', e)}") from None
+        except OSError as e:
+            raise OperateError(f"{field}: cannot read {path}: {e.strerror}") from None
 
 
 def new_run_dir(runs_root: Path, kind: str) -> Path:
@@ -113,6 +153,8 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         # ansible-runner turns host key checking off unless told; keep the operator's choice (default on)
         "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
         "ANSIBLE_NOCOLOR": "1",
+        # a source Ansible cannot parse fails the run instead of being skipped with a warning
+        "ANSIBLE_INVENTORY_ANY_UNPARSED_IS_FAILED": "True",
         # ansible-playbook from the same environment as superpod, even when it is not activated
         "PATH": os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")]),
     }
@@ -157,6 +199,17 @@ def _env_value_kept(name: str) -> bool:
     return name in _ENV_KEEP or name.startswith(_ENV_KEEP_PREFIXES)
 
 
+def may_carry_secret(name: str) -> bool:
+    upper = name.upper()
+    return any(s in upper for s in _ENV_SECRETISH) and not upper.endswith(_ENV_NOT_SECRET_SUFFIXES)
+
+
+def reduced_env(env: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
+    """The environment ansible-playbook gets (and ansible-runner records): the operator's
+    without names that may carry secrets, plus the settings superpod sets itself."""
+    return {k: v for k, v in env.items() if k in ours or not may_carry_secret(k)}
+
+
 def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None) -> RunOutcome:
     """Runs site.yml; returns when ansible-playbook has exited. Failing or unreachable hosts
     do not stop the others (no any_errors_fatal, no max_fail_percentage here)."""
@@ -172,8 +225,12 @@ def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None
             on_event(event)
         return True  # keep ansible-runner writing job_events/ too
 
+    kwargs = runner_kwargs(req, run_dir)
     try:
-        runner = ansible_runner.run(**runner_kwargs(req, run_dir), event_handler=handle)
+        runner = ansible_runner.interface.init_runner(**kwargs, event_handler=handle)
+        # reduced before Runner.run() writes artifacts/run/command, not after the run
+        runner.config.env = reduced_env(runner.config.env, kwargs["envvars"])
+        runner.run()
     finally:
         scrub_recorded_env(run_dir / "artifacts" / "run")
     return RunOutcome(run_dir=run_dir, rc=int(runner.rc if runner.rc is not None else 1),
