@@ -120,7 +120,7 @@ def test_port_facts_give_speed_and_down_state(lab_plan, ports, tmp_path):
     assert by["wrong_speed"]["speed_gbps"] == 100
     # a lab's veth says 10 Gb/s, and lldpd advertises what ethtool says: no speed check on it
     (folder / "su01-node01.ports.json").write_text(json.dumps({
-        "enp64s0np0": {"up": True, "speed_mbps": 10000, "driver": "veth"}}))
+        "enp64s0np0": {"up": True, "speed_mbps": 10000, "kind": "veth"}}))
     far, _ = ports[("su01-node01", "enp64s0np0")]
     ports[far] = (("su01-node01", "enp64s0np0"), 10)
     rec.write_docs(rec.lldpctl_docs(ports), folder)

@@ -5,7 +5,7 @@ compares them (cabling_check) and reports a table or JSON and the work list per 
 
 Discovery files in the folder (any mix):
 - `<device>.json` or `<device>.lldp.json`: `lldpctl -f json` (or json0) output of that device;
-- `<device>.ports.json`: {"<ifname>": {"up": bool, "speed_mbps": int, "driver": str}}, the port
+- `<device>.ports.json`: {"<ifname>": {"up": bool, "speed_mbps": int, "kind": str}}, the port
   facts the collector (playbooks/lldp_collect.yml) writes beside it (no speed check on a cable with
   a virtual end: veth, dummy, ...);
 - any other file: ibnetdiscover output (a node's or UFM's view of an InfiniBand fabric).
@@ -29,8 +29,9 @@ from topology.operate.neighbors import Discovery, Neighbor, Plan, PlannedLink, P
 from topology.operate.worklist import Task, work_list
 
 DEFAULT_FABRICS = ("compute", "storage", "inband")  # OOB ports (BMCs, PDUs) rarely speak LLDP
-# Drivers of ports that are no cable: a lab's veth reports 10 Gb/s whatever the plan says.
-VIRTUAL_DRIVERS = frozenset({"veth", "dummy", "tun", "macvlan", "ipvlan", "vxlan", "bridge"})
+# Link kinds (`ip -details link`: linkinfo.info_kind) of ports that are no cable: a lab's veth
+# reports 10 Gb/s whatever the plan says. Physical NICs and switch ports have no kind.
+VIRTUAL_KINDS = frozenset({"veth", "dummy", "tun", "macvlan", "ipvlan", "vxlan", "bridge"})
 KINDS = ("correct", "swap", "miswired", "missing", "wrong_speed", "unplanned", "unverified")
 
 
@@ -50,7 +51,7 @@ def read_discovery(folder: Path, plan: Plan) -> Discovery:
             for ifname, st in _json(path).items():
                 speed = st.get("speed_mbps")
                 ports[(device, ifname)] = PortState(st.get("up"), speed // 1000 if isinstance(speed, int)
-                                                    and speed > 0 else None, st.get("driver") in VIRTUAL_DRIVERS)
+                                                    and speed > 0 else None, st.get("kind") in VIRTUAL_KINDS)
         elif path.suffix == ".json":
             device = path.name.removesuffix(".json").removesuffix(".lldp")
             neighbors += parse_lldpctl(_json(path), device, path.name)
