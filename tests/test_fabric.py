@@ -62,7 +62,7 @@ def test_nvidia_h100_reference_counts(sus):
 
 
 def test_without_ufm_every_slot_is_a_node():
-    layout = build(spec_with("dgx-h100-ib", compute_fabric={"fabric_manager": False}))
+    layout = build(spec_with("dgx-h100-ib", compute_fabric={"fabric_manager": False, "switch_subnet_manager": True}))
     roles, tiers = counts(layout)
     assert roles["gpu_node"] == 128 and roles["ufm"] == 0 and tiers["node-leaf"] == 1024
 
@@ -116,7 +116,8 @@ def test_generated_specs_hold_invariants(fabric, sus, extra, nodes, ratio, ufm, 
         spec = spec_with("lab", node_model=model, scalable_units=sus, max_scalable_units=sus + extra,
                          nodes_per_su=nodes, racks={"cooling": cooling},
                          compute_fabric={"kind": kind, "switch_model": switch, "oversubscription": ratio,
-                                         "fabric_manager": ufm and kind == "infiniband"},
+                                         "fabric_manager": ufm and kind == "infiniband",
+                                         "switch_subnet_manager": not ufm and kind == "infiniband"},
                          addressing={"rail_mode": rail_mode})
         small = build(spec)
     except SpecError:

@@ -49,3 +49,13 @@ def test_planned_ports_are_valid_names_for_their_model(stack):
                 sw = cat.switches[model]
                 assert port in {sw.port(i, lk.speed_gbps) for i in range(sw.radix(lk.speed_gbps))}, (dev, port)
 
+
+
+def test_infiniband_without_a_subnet_manager_is_refused():
+    from tests.conftest import spec_with
+    from topology.errors import SpecError, SpecErrors
+
+    with pytest.raises((SpecError, SpecErrors)) as e:
+        spec_with("dgx-h100-ib", compute_fabric={"fabric_manager": False})
+    assert "compute_fabric.switch_subnet_manager: an InfiniBand fabric needs a subnet manager" in str(e.value)
+    assert spec_with("dgx-h100-ib", compute_fabric={"fabric_manager": False, "switch_subnet_manager": True})

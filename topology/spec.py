@@ -54,9 +54,25 @@ class ComputeFabric(_Spec):
     )
     switch_os: SwitchOs = "cumulus"
     bgp_peering: BgpPeering = "numbered"
+    switch_subnet_manager: bool = Field(
+        False,
+        description="InfiniBand without UFM: the managed switches run the embedded subnet manager "
+        "(NVIDIA Quantum-2 MLNX-OS SM, for fabrics of up to 2,048 nodes)",
+    )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _ufm = field_validator("ufm_model")(lambda v: _known("appliances", v))
+
+    @field_validator("switch_subnet_manager")
+    @classmethod
+    def _subnet_manager(cls, on_switch: bool, info: ValidationInfo) -> bool:
+        # An InfiniBand fabric does not come up without a subnet manager.
+        if info.data.get("kind") == "infiniband" and not info.data.get("fabric_manager") and not on_switch:
+            raise ValueError(
+                "an InfiniBand fabric needs a subnet manager: set fabric_manager: true (UFM) "
+                "or switch_subnet_manager: true (the switches' embedded SM)"
+            )
+        return on_switch
 
 
 class StorageFabric(_Spec):
