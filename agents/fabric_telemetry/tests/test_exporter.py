@@ -127,3 +127,21 @@ def test_bad_config_exits_2_naming_the_field(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "error: nics.0: Value error, nic enp1np0: a rail NIC needs its rail index" in err
     assert "error: priorities: Value error, priorities are 0-7" in err
+
+
+def test_scrape_command_prints_rates(tmp_path, capsys):
+    import yaml
+    from fabric_telemetry.cli import main
+
+    from .conftest import node_config
+
+    cfg = node_config(tmp_path)
+    write_phase(tmp_path, cfg, "t0")
+    path = tmp_path / "exporter.yml"
+    path.write_text(yaml.safe_dump(cfg.model_dump()))
+    assert main(["check-config", "-c", str(path)]) == 0
+    assert "ok: su01-node01: 8 rail NICs, 2 storage NICs" in capsys.readouterr().out
+    assert main(["scrape", "-c", str(path), "--interval", "0.05"]) == 0
+    out = capsys.readouterr().out
+    assert 'superpod_fabric_cnp_sent_per_second{gpu="3",hca="mlx5_5"' in out  # second read: rates
+    assert "superpod_fabric_exporter_info{" in out
