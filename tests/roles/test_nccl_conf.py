@@ -63,6 +63,8 @@ def results(tmp_path_factory):
             {"ansible.builtin.include_role": {"name": "nccl", "tasks_from": "settings.yml"}},
             {"ansible.builtin.template": {"src": str(ROOT / "roles/nccl/templates/nccl.conf.j2"),
                                           "dest": "{{ out }}", "mode": "0644"}},
+            {"ansible.builtin.template": {"src": str(ROOT / "roles/nccl/templates/nccl.env.j2"),
+                                          "dest": "{{ out }}.env", "mode": "0644"}},
         ],
     }]))
     (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
@@ -104,3 +106,27 @@ def test_families_are_not_copies():
     base = ROOT / "roles/nccl/vars"
     debian, rhel = (yaml.safe_load((base / f"{f}.yml").read_text()) for f in ("Debian", "RedHat-9"))
     assert debian["nccl_family_build_packages"] != rhel["nccl_family_build_packages"]
+
+
+@pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if isinstance(want, list)])
+def test_containers_get_the_same_settings_as_an_env_file(results, case):
+    """Containers do not see the host's /etc/nccl.conf: the env file (Enroot environ.d,
+    --env-file) carries the same KEY=VALUE lines, and the role writes it by default."""
+    tmp, _ = results
+    lines = [ln for ln in (tmp / f"{case}.conf.env").read_text().splitlines() if ln and not ln.startswith("#")]
+    assert lines == CASES[case][1]
+    defaults = yaml.safe_load((ROOT / "roles/nccl/defaults/main.yml").read_text())
+    assert "/etc/enroot/environ.d/50-superpod-nccl.env" in defaults["nccl_env_files"]
+
+
+def test_nccl_tests_build_installs_nccl_first():
+    """nccl-tests links against NCCL: the build installs libnccl (+ headers) from NVIDIA's
+    repository and checks nccl.h before make, per family with the real package names."""
+    tasks = yaml.safe_load((ROOT / "roles/nccl/tasks/nccl_tests.yml").read_text())
+    names = [t["name"] for t in tasks]
+    build = names.index("Build nccl-tests (make reports a change only when something was rebuilt)")
+    assert names.index("Install NCCL (library and headers)") < build
+    assert names.index("Fail clearly without NCCL") < build
+    pkgs = {f: yaml.safe_load((ROOT / f"roles/nccl/vars/{f}.yml").read_text())["nccl_family_library_packages"]
+            for f in ("Debian", "Ubuntu-22", "Ubuntu-24", "RedHat-9")}
+    assert pkgs["Ubuntu-24"] == ["libnccl2", "libnccl-dev"] and pkgs["RedHat-9"] == ["libnccl", "libnccl-devel"]
