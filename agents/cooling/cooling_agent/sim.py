@@ -342,6 +342,38 @@ async def start_tcp_dropper() -> tuple[asyncio.AbstractServer, int]:
     return server, server.sockets[0].getsockname()[1]
 
 
+def _flood(port_file: str, seconds: float, rate: int) -> None:
+    """Process body of flooding_pdu: wait for a request, then flood its sender."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        s.bind((LOOPBACK, 0))
+        Path(port_file).write_text(str(s.getsockname()[1]))
+        _, addr = s.recvfrom(65535)
+        junk = [snmp_wire.encode_response(1, b"public", rid, 0, 0, [((1, 3, 6, 1, 2, 1, 1, 1, 0), 0x04, b"x" * 1200)])
+                for rid in range(1, 101)]
+        s.setblocking(False)
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            for msg in junk * (rate // 2000 or 1):  # rate/20 datagrams every 50 ms
+                with contextlib.suppress(OSError):
+                    s.sendto(msg, addr)
+            time.sleep(0.05)
+
+
+def flooding_pdu(tmp_dir: str | Path, seconds: float = 5.0, rate: int = 40_000) -> tuple[subprocess.Popen, int]:
+    """A separate process posing as an SNMP PDU: its first request makes it flood the sender
+    with ~``rate`` well-formed, unmatched responses per second for ``seconds``."""
+    port_file = Path(tmp_dir) / f"flood-{os.getpid()}-{time.monotonic_ns()}.port"
+    proc = subprocess.Popen([sys.executable, "-c", "import sys; from cooling_agent.sim import _flood; "
+                             f"_flood({str(port_file)!r}, {seconds}, {rate})"])
+    deadline = time.monotonic() + 30
+    while not port_file.exists() or not port_file.read_text():
+        if time.monotonic() > deadline or proc.poll() is not None:
+            proc.kill()
+            raise RuntimeError("flooding peer did not start")
+        time.sleep(0.05)
+    return proc, int(port_file.read_text())
+
+
 def busy_loop() -> subprocess.Popen:
     """A CPU-burning helper process, for tests that must hold under load."""
     return subprocess.Popen([sys.executable, "-c", "while True: pass"])

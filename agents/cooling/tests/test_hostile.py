@@ -171,3 +171,36 @@ def test_snmp_text_nan_is_a_bad_value():
     for text in (b"nan", b"NaN", b"inf", b"-Infinity", b"sNaN"):
         assert _raw_number(text) is None, text
 
+
+
+@pytest.mark.timeout(60)
+def test_a_flooding_snmp_pdu_costs_healthy_pdus_nothing(tmp_path, snmpsim, creds):
+    """A PDU that answers with a flood of unmatched datagrams: with one socket shared by all
+    PDUs the flood pushed the healthy PDUs' answers out of its buffer (timeouts)."""
+    flooder, port = sim.flooding_pdu(tmp_path, seconds=RUN_S + 2, rate=40_000)
+    healthy = [f"good-{p}" for p in ("raritan", "apc", "servertech")]
+    cfg = AgentConfig.model_validate(layout(
+        interval_s=INTERVAL, timeout_s=1.0, max_backoff_s=INTERVAL,
+        pdus=[*[snmp_pdu(name, snmpsim.port, name[5:]) for name in healthy],
+              snmp_pdu("flooding-pdu", port, "apc")]))
+    agent = Agent(cfg, creds)
+
+    async def go():
+        await agent.start()
+        try:
+            await asyncio.sleep(RUN_S)
+        finally:
+            await agent.stop()
+
+    try:
+        asyncio.run(go())
+    finally:
+        flooder.kill()
+        flooder.wait(5)
+    m = scrape(agent)
+    for name in healthy:
+        assert one(m, "superpod_target_up", target=name) == 1.0, name
+        assert not pick(m, "superpod_target_poll_errors_total", target=name), name
+        assert one(m, "superpod_target_polls_total", target=name) >= 3, name
+    assert one(m, "superpod_target_up", target="flooding-pdu") == 0.0
+    assert agent._snmp is None or agent._snmp.dropped > 1000  # the flood did arrive
