@@ -17,7 +17,7 @@ REQUIRED = {"RackPowerOverBudget", "RackFeedImbalance", "CoolantSupplyAboveAshra
 EXPORTED = {PREFIX + n for n in METRICS} | {PREFIX + n for n in (
     "rack_budget_watts", "rack_planned_watts", "feed_imbalance_ratio_limit", "cdu_supply_temperature_limit_celsius",
     "cdu_flow_liters_per_minute_min", "cdu_flow_liters_per_minute_max", "cdu_delta_pressure_kpa_min",
-    "cdu_delta_pressure_kpa_max", "target_up", "target_last_success_timestamp_seconds")}
+    "cdu_delta_pressure_kpa_max", "target_up", "target_degraded", "target_last_success_timestamp_seconds")}
 
 
 def test_rules_structure():
