@@ -117,3 +117,16 @@ def test_dcgm_counters_csv_format():
     rows = [line.split(", ", 2) for line in text.splitlines() if line and not line.startswith("#")]
     assert rows == [[m["field"], m["type"], m["help"]] for m in d["dcgm_exporter_metrics"]]
     assert {"DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_POWER_USAGE", "DCGM_FI_DEV_XID_ERRORS"} <= {r[0] for r in rows}
+
+
+def test_only_one_control_plane_host_runs_helm_and_patches():
+    """The play targets every kube_control_plane host: helm upgrades and label patches from all
+    of them at once race. Everything that talks to the cluster sits under one host's condition."""
+    tasks = yaml.safe_load((GPU_OP / "tasks/main.yml").read_text())
+    block = next(t for t in tasks if "block" in t)
+    assert block["when"] == "inventory_hostname == gpu_operator_cluster_host"
+    inner = [t.get("ansible.builtin.include_tasks") or t.get("ansible.builtin.import_tasks") for t in block["block"]]
+    assert {"discover.yml", "live.yml", "render.yml"} <= set(inner)
+    outer = [t.get("ansible.builtin.include_tasks") or t.get("ansible.builtin.import_tasks") for t in tasks]
+    assert not {"discover.yml", "live.yml"} & set(outer)
+    assert defaults("gpu_operator")["gpu_operator_cluster_host"] == "{{ ansible_play_hosts | first }}"
