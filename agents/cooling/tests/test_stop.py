@@ -12,6 +12,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import yaml
@@ -160,6 +161,7 @@ def test_stop_50_times_under_load(mixed_peers, snmpsim, creds, cpu_load):
             took.append(await asyncio.wait_for(cycle(rng.uniform(0, 0.3)), 10))
 
     run_loop(go())
+    print(f"50 in-process stops: median {sorted(took)[25]:.3f}s, max {max(took):.3f}s")
     assert len(took) == 50
     assert max(took) < STOP_LIMIT_S, sorted(took)[-5:]
 
@@ -202,14 +204,14 @@ def test_sigterm_stops_the_process_20_times_under_load(tmp_path, mixed_peers, sn
                 proc.wait(5)
             th.join(5)
 
-    # five processes at a time: the CPU the others spend starting is part of the load
-    for _ in range(4):
-        batch = [threading.Thread(target=one_run) for _ in range(5)]
-        for t in batch:
-            t.start()
-        for t in batch:
-            t.join(100)
+    # five processes at a time, a new one as soon as one ends: the CPU the others spend
+    # starting is part of the load
+    with ThreadPoolExecutor(max_workers=5) as pool:
+        for fut in [pool.submit(one_run) for _ in range(20)]:
+            fut.result(timeout=100)
     assert len(results) == 20
     assert [rc for _, rc, _ in results] == [0] * 20, [out for _, rc, out in results if rc]
     slowest = max(results)
+    stops = sorted(s for s, _, _ in results)
+    print(f"20 SIGTERMs: median {stops[10]:.3f}s, max {stops[-1]:.3f}s")
     assert slowest[0] < STOP_LIMIT_S, (sorted(s for s, _, _ in results)[-5:], slowest[2])
