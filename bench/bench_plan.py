@@ -11,25 +11,28 @@ import tracemalloc
 from pathlib import Path
 
 from topology.build import build
+from topology.errors import SpecError
 from topology.render.artifacts import render_artifacts
 from topology.spec import parse
 
 
-def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None) -> dict:
+def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pairing: str = "mlag") -> dict:
     sus = -(-gpus // (8 * nodes_per_su))
     return {
         "name": f"bench-{gpus}", "node_model": "hgx-h100-8x400g", "scalable_units": sus, "nodes_per_su": nodes_per_su,
         "max_scalable_units": max_su or sus,
         "compute_fabric": {"kind": "roce", "switch_model": switch},
         "storage_fabric": {"switch_model": "sn5600", "storage_servers": 64},
-        "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5600", "mgmt_nodes": 5}},
+        # past two in-band cores, the bonds of the mgmt nodes need EVPN multihoming (MLAG pairs two)
+        "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5600", "mgmt_nodes": 5,
+                                  "pairing": pairing}},
         "racks": {"racks_per_row": 20},
         "addressing": {"rails": "100.64.0.0/11", "fabric_p2p": "100.96.0.0/12", "oob": "10.20.0.0/14"},
     }
 
 
 CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32)), ("32k", pod(32768, "sn5400", 32)),
-         ("100k", pod(100352, "sn5600", 64))]
+         ("100k", pod(100352, "sn5600", 64, pairing="evpn_mh"))]
 
 
 def main() -> None:
@@ -38,7 +41,11 @@ def main() -> None:
     for label, data in CASES:
         spec = parse(data)
         t0 = time.perf_counter()
-        layout = build(spec)
+        try:
+            layout = build(spec)
+        except SpecError as e:  # e.g. an in-band core tier two switch tiers cannot hold
+            print(f"{label:>5} refused: {e}")
+            continue
         t1 = time.perf_counter()
         files = render_artifacts(layout, Path("/nonexistent/out"), Path("/nonexistent/inv"))
         t2 = time.perf_counter()

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from tests.conftest import ROOT, spec_with, stack_layout
 from topology.build import build
 from topology.cli import app
-from topology.render.bom import bom_csv, bom_lines, cable_part, transceiver_part
+from topology.render.bom import bom_csv, bom_lines
 from topology.render.labels import labels_csv
 from topology.render.report import render_report
 from topology.render.tables import devices_csv
@@ -177,16 +177,21 @@ def test_8k_fabric_is_aggregated_and_the_report_stays_small():
 def test_bom_cables_add_up_to_the_cabling_plan(stack):
     layout = stack_layout(stack)
     lines = rows(bom_csv(layout))
-    cables = Counter((lk.media, lk.speed_gbps, lk.length_class) for lk in layout.links)
+    # every link's cable is on the BOM: one per link, a breakout splitter once for the links it serves
+    cables = Counter()
+    for lk in layout.links:
+        shared = 1 if lk.media in ("MMF", "SMF") else max(lk.a_shared, lk.b_shared)
+        cables[(lk.cable_part, lk.length_class)] += 1 / shared
     bom_cables = {(r["part"], r["length_class"]): int(r["quantity"]) for r in lines if r["category"] == "cable"}
-    assert bom_cables == {(cable_part(m, s), length): n for (m, s, length), n in cables.items()}
-    assert sum(bom_cables.values()) == len(layout.links)
+    assert bom_cables == {k: ceil(v - 1e-9) for k, v in cables.items()}
+    # two transceivers per optical link, a breakout cage's module counted once
     optics = Counter()
-    for (m, s, length), n in cables.items():
-        if m == "fiber":
-            optics[(transceiver_part(s), length)] += 2 * n
+    for lk in layout.links:
+        if lk.media in ("MMF", "SMF"):
+            optics[(lk.a_part, lk.length_class)] += 1 / lk.a_shared
+            optics[(lk.b_part, lk.length_class)] += 1 / lk.b_shared
     assert {(r["part"], r["length_class"]): int(r["quantity"]) for r in lines if r["category"] == "transceiver"} \
-        == dict(optics)
+        == {k: ceil(v - 1e-9) for k, v in optics.items()}
     gear = Counter(d.model for d in layout.devices)
     assert {r["part"]: int(r["quantity"]) for r in lines if r["category"] not in ("cable", "transceiver")} \
         == dict(gear)

@@ -2,33 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from topology import catalog, ipam
+from topology.cabling import with_cables
 from topology.fabric import compute_fabric, inband_fabric, names_for, size_compute, storage_fabric
 from topology.model import Layout, Link
 from topology.racks import place_racks
 from topology.spec import PodSpec
-
-
-def _media(speed: int, length: str) -> str:
-    if speed <= 10:
-        return "copper"
-    return {"in_rack": "DAC", "same_row": "AOC"}.get(length, "fiber")
-
-
-def _with_lengths(links: list[Link], rack_pos: dict[str, tuple[int, int]], rack_of: dict[str, str]) -> list[Link]:
-    out = []
-    for link in links:
-        ra, rb = rack_of[link.a_device], rack_of[link.b_device]
-        if ra == rb:
-            length = "in_rack"
-        elif rack_pos[ra][0] == rack_pos[rb][0]:
-            length = "same_row"
-        else:
-            length = "cross_row"
-        out.append(replace(link, length_class=length, media=_media(link.speed_gbps, length)))
-    return out
 
 
 def check_ports(links: list[Link]) -> None:
@@ -55,8 +34,7 @@ def build(spec: PodSpec) -> Layout:
     devices, oob_links, racks, rack_positions = place_racks(spec, cat, names, devices)
     links += oob_links
     check_ports(links)
-    rack_of = {d.name: d.rack for d in devices}
-    links = _with_lengths(links, {r.name: (r.row, r.position) for r in racks}, rack_of)
+    links = with_cables(spec, cat, links, devices, racks)
     addresses, asns = ipam.plan(spec, cat, sizing, devices, links, racks, rack_positions)
     facts = {
         "tiers": sizing.tiers,

@@ -66,6 +66,7 @@ class NodeModel(_Entry):
     rack_units: int
     cooling: Literal["air", "liquid"]
     liquid_capture: float  # share of the heat cold plates take (0 for air-cooled models)
+    compute_nic_form: str = "OSFP"  # the rail NICs' cages (ConnectX-7 OSFP)
     psus: int  # split evenly over the rack's A and B feeds
     psus_required: int  # PSUs needed at full load
     psu_kw: float
@@ -99,6 +100,10 @@ class SwitchModel(_Entry):
     power_kw: float
     rack_units: int
     source: str  # where these facts come from
+    form: str  # cage form factor: OSFP, QSFP112, QSFP28, RJ45
+    lane_gbps: int  # electrical lane rate of its cages (what a cable's ends must share)
+    uplink_form: str | None = None
+    uplink_lane_gbps: int | None = None
 
     def radix(self, speed_gbps: int) -> int:
         """Ports at `speed_gbps` (breakout included); 0 when the speed is not supported."""
@@ -166,6 +171,20 @@ class CduModel(_Entry):
     rack_units: int
 
 
+class MediaOption(_Entry):
+    media: str
+    lane_gbps: int
+    reach_m: float
+
+
+class Optic(_Entry):
+    form: str
+    speed_gbps: int
+    media: str
+    part: str
+    description: str
+
+
 class Catalog(_Entry):
     gpus: dict[str, Gpu]
     nodes: dict[str, NodeModel]
@@ -173,6 +192,8 @@ class Catalog(_Entry):
     appliances: dict[str, Appliance]
     pdus: dict[str, PduModel]
     cdus: dict[str, CduModel]
+    media: tuple[MediaOption, ...]
+    optics: tuple[Optic, ...]
 
 
 @cache

@@ -20,7 +20,6 @@ from topology.fabric import ComputeSizing
 from topology.model import Address, Asn, Device, Link, Rack
 from topology.spec import PodSpec
 
-
 INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
 STORAGE_VLAN = 200  # the storage hosts' SVI on each storage leaf
 GATEWAY_PAIR = 2  # switches sharing a VRR gateway; each also holds an address of its own
@@ -174,12 +173,9 @@ def plan(
         elif d.role == "inband_core" and d.slot < GATEWAY_PAIR:
             out.extend(_vrr_gateway(pool, spec.max_su, d.name, d.slot, INBAND_VLAN, "inband"))
 
-    # Storage: per SU storage leaf subnet for node storage ports; servers in the last one.
+    # Storage: a subnet per storage leaf for the ports cabled to it.
     if spec.storage_fabric.enabled:
         ppn = len(node.storage_nics)
-        server_ports = (
-            spec.storage_fabric.storage_servers * cat.appliances[spec.storage_fabric.server_model].storage_ports
-        )
         # A subnet per storage leaf: the SU leaves' (index = SU), then each server leaf's, the
         # gateway .1 on the leaf's storage SVI. Server leaves are pod-wide, so their index is stable.
         server_links: dict[str, list[Link]] = {}

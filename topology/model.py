@@ -32,7 +32,13 @@ class Link:
     speed_gbps: int
     slot: int = -1  # position among its tier's links in the end state (addresses derive from it)
     length_class: str = ""  # in_rack, same_row, cross_row
-    media: str = ""
+    media: str = ""  # DAC, ACC, AOC, MMF, SMF, CAT6
+    length_m: float = 0.0  # stock length to order
+    a_part: str = ""  # what plugs into the a end: a transceiver, or the cable assembly itself
+    b_part: str = ""
+    cable_part: str = ""  # the fiber between two transceivers, or the assembly
+    a_shared: int = 1  # links that share the a end's module or splitter (breakout)
+    b_shared: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -136,6 +136,11 @@ class Racks(_Spec):
     ashrae_class: Literal["W17", "W27", "W32", "W40", "W45", "W+"] = "W32"
     pdu_model: str = "raritan-px4-60a"
     pdus_per_feed: PositiveInt = 1
+    # cable runs between racks: up to the overhead tray and down at each end, along and across rows
+    rack_width_m: Annotated[float, Field(gt=0, le=2)] = 0.6
+    row_pitch_m: Annotated[float, Field(gt=0, le=20)] = Field(3.0, description="row to row, aisle included")
+    cable_tray_drop_m: Annotated[float, Field(ge=0, le=10)] = Field(2.5, description="port to overhead tray, per end")
+    cable_slack_percent: Annotated[float, Field(ge=0, le=100)] = 10
 
     _pdu = field_validator("pdu_model")(lambda v: _known("pdus", v))
 

@@ -1,8 +1,8 @@
 """bom.csv: what to buy, counted from the layout so it adds up to the cabling plan.
 
-Gear is counted by catalog model; cables by media, speed and length class, exactly as
-cabling.csv lists them; optical transceivers two per fiber cable (one per end; AOCs and DACs
-carry their own ends). Spares (`spares_percent`) are added to cables and transceivers only,
+Gear is counted by catalog model; cables by the part cabling.csv names (a breakout splitter
+once for the links it serves); transceivers at each optical end, one module per breakout cage
+(AOCs and DACs carry their own ends). Spares (`spares_percent`) are added to cables and transceivers only,
 rounded up per line: they are what a cabling crew breaks or loses, not what a pod is sized by.
 """
 
@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from math import ceil
 
 from topology import catalog
+from topology.cabling import OPTICAL
 from topology.model import Layout
 from topology.render.tables import _csv
 
@@ -37,12 +38,8 @@ class BomLine:
         return self.quantity + self.spares
 
 
-def cable_part(media: str, speed_gbps: int) -> str:
-    return f"{media}-{speed_gbps}G"
-
-
-def transceiver_part(speed_gbps: int) -> str:
-    return f"optic-{speed_gbps}G"
+def _optic_description(cat, part: str) -> str:
+    return next((o.description for o in cat.optics if o.part == part), "optical transceiver")
 
 
 def _describe(cat, model: str) -> tuple[str, str]:
@@ -74,25 +71,26 @@ def bom_lines(layout: Layout) -> list[BomLine]:
         used = " ".join(f"{role}:{k}" for role, k in sorted(roles[model].items()))
         lines.append(BomLine(category, model, description, "", n, 0, used))
 
-    cables: Counter[tuple[str, int, str]] = Counter((lk.media, lk.speed_gbps, lk.length_class) for lk in layout.links)
-    optics: Counter[tuple[int, str]] = Counter()
-    for (media, speed, length), n in cables.items():
-        note = LENGTH_NOTE.get(length, "")
-        description = f"{speed}G {media} cable, {note}"
-        lines.append(BomLine("cable", cable_part(media, speed), description, length, n, _spares(n, percent)))
-        if media == "fiber":
-            optics[(speed, length)] += 2 * n
-    for (speed, length), n in optics.items():
-        lines.append(
-            BomLine(
-                "transceiver",
-                transceiver_part(speed),
-                f"{speed}G optical transceiver, one per fiber cable end",
-                length,
-                n,
-                _spares(n, percent),
-            )
-        )
+    # Cables by part as cabling.csv names them; a breakout splitter serves several links.
+    # Transceivers at the optical ends, a module shared by the links of one breakout cage.
+    cables: Counter[tuple[str, str, int]] = Counter()
+    optic_ends: Counter[tuple[str, str, int]] = Counter()
+    for lk in layout.links:
+        if lk.media in OPTICAL:
+            cables[(lk.cable_part, lk.length_class, 1)] += 1
+            optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
+            optic_ends[(lk.b_part, lk.length_class, lk.b_shared)] += 1
+        else:
+            cables[(lk.cable_part, lk.length_class, max(lk.a_shared, lk.b_shared))] += 1
+    for (part, length, shared), links in sorted(cables.items()):
+        n = ceil(links / shared)
+        what = f"{links} links on {n} breakout cables" if shared > 1 else f"{n} cables"
+        lines.append(BomLine("cable", part, f"{what}, {LENGTH_NOTE.get(length, '')}", length, n, _spares(n, percent)))
+    transceivers: Counter[tuple[str, str]] = Counter()
+    for (part, length, shared), ends in optic_ends.items():
+        transceivers[(part, length)] += ceil(ends / shared)
+    for (part, length), n in sorted(transceivers.items()):
+        lines.append(BomLine("transceiver", part, _optic_description(cat, part), length, n, _spares(n, percent)))
     return sorted(
         lines,
         key=lambda b: (CATEGORY_ORDER.index(b.category), b.part, LENGTH_ORDER.get(b.length_class, 9)),

@@ -62,7 +62,8 @@ def devices_csv(layout: Layout) -> str:
 
 def cabling_csv(layout: Layout) -> str:
     return _csv(
-        ["a_device", "a_port", "b_device", "b_port", "kind", "fabric", "speed_gbps", "length_class", "media"],
+        ["a_device", "a_port", "b_device", "b_port", "kind", "fabric", "speed_gbps", "length_class", "media",
+         "length_m", "a_part", "b_part", "cable_part"],
         (
             (
                 lk.a_device,
@@ -74,6 +75,10 @@ def cabling_csv(layout: Layout) -> str:
                 lk.speed_gbps,
                 lk.length_class,
                 lk.media,
+                f"{lk.length_m:g}",
+                lk.a_part,
+                lk.b_part,
+                lk.cable_part,
             )
             for lk in layout.links
         ),
