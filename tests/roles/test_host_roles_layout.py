@@ -34,3 +34,10 @@ def test_bios_vendor_maps_cover_the_documented_vendors():
     assert maps["hpe"]["MinProcIdlePower"] == "NoCStates"
     assert maps["dell"]["ProcCStates"] == "Disabled"
     assert set(main["host_tuning_bios_manufacturers"].values()) <= set(maps)
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_no_handler_flush_inside_the_role(role):
+    """meta: flush_handlers inside a role runs every other role's pending handlers mid-play."""
+    for path in (ROOT / "roles" / role / "tasks").glob("*.yml"):
+        assert "flush_handlers" not in path.read_text(), path
