@@ -195,24 +195,52 @@ def oob_port_of(cat: Catalog, d: Device) -> str:
 def place_racks(
     spec: PodSpec, cat: Catalog, names: Names, devices: list[Device]
 ) -> tuple[list[Device], list[Link], list[Rack], int]:
-    """Assigns racks, adds PDUs, CDUs and OOB switches with their cables; checks budgets."""
+    """Assigns racks, adds PDUs, CDUs and OOB switches with their cables; checks budgets.
+    Steps, in order: place the planned gear, CDUs, OOB aggregation racks, PDUs, the OOB
+    switches of every rack with their cables, then each rack's power and cooling record."""
     pl = Placement(spec, cat, names, devices)
-    r = spec.racks
-    placed = [replace(d, rack=Names.rack(*pl.rack_of[d.name]), rack_unit=pl.unit_of[d.name]) for d in devices]
-    racks: dict[str, list[Device]] = {}
-    for d in placed:
-        racks.setdefault(d.rack, []).append(d)
-    position = {name: pl.rack_of[members[0].name] for name, members in racks.items()}
-    su_of = {name: next((d.su for d in members if d.su is not None), None) for name, members in racks.items()}
+    floor = _Floor(spec, cat, pl, devices)
+    floor.add_cdus()
+    agg_racks, agg_slots, slots = floor.add_oob_aggregation()
+    floor.add_pdus()
+    links = floor.add_oob_switches(agg_slots, slots)
+    racks = [floor.rack_record(name) for name in sorted(floor.racks, key=lambda n: floor.position[n])]
+    return floor.placed + floor.extra, links, racks, pl.rows_max(agg_racks) * pl.row_width
 
-    extra: list[Device] = []
-    liquid = r.cooling == "liquid"
-    node = cat.nodes[spec.node_model]
-    cdu = pl.cdu_model
-    cdu_key = next(k for k, v in cat.cdus.items() if v is cdu)
-    if liquid:
+
+class _Floor:
+    """The racks as they fill: members, positions and SU of each; the steps of place_racks."""
+
+    def __init__(self, spec: PodSpec, cat: Catalog, pl: Placement, devices: list[Device]):
+        self.spec, self.cat, self.pl = spec, cat, pl
+        self.node = cat.nodes[spec.node_model]
+        self.placed = [
+            replace(d, rack=Names.rack(*pl.rack_of[d.name]), rack_unit=pl.unit_of[d.name]) for d in devices
+        ]
+        self.racks: dict[str, list[Device]] = {}
+        for d in self.placed:
+            self.racks.setdefault(d.rack, []).append(d)
+        self.position = {name: pl.rack_of[members[0].name] for name, members in self.racks.items()}
+        self.su_of = {
+            name: next((d.su for d in members if d.su is not None), None) for name, members in self.racks.items()
+        }
+        self.extra: list[Device] = []  # gear the plan adds here: CDUs, PDUs, OOB switches
+
+    def _add(self, devices: list[Device]) -> None:
+        for d in devices:
+            self.racks.setdefault(d.rack, []).append(d)
+        self.extra += devices
+
+    def add_cdus(self) -> None:
+        """A CDU per liquid-cooled rack, or in-row CDUs at each row's end sized for its end state."""
+        r, pl, node = self.spec.racks, self.pl, self.node
+        if r.cooling != "liquid":
+            return
+        cdu = pl.cdu_model
+        cdu_key = next(k for k, v in self.cat.cdus.items() if v is cdu)
         row_liquid: dict[int, float] = {}
-        for name, members in racks.items():
+        added: list[Device] = []
+        for name, members in self.racks.items():
             lq = sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node")
             if not lq:
                 continue
@@ -222,150 +250,133 @@ def place_racks(
                         "racks.cdu_model",
                         f"{name} needs {lq:.1f} kW of liquid cooling; {cdu_key} removes {cdu.capacity_kw} kW",
                     )
-                extra.append(
+                added.append(
                     Device(
-                        f"{name}-cdu", "cdu", cdu_key, su=su_of[name], rack=name, rack_units=cdu.rack_units, rack_unit=1
-                    )
-                )
-            else:
-                row_liquid[position[name][0]] = row_liquid.get(position[name][0], 0.0) + lq
-        # In-row CDUs stand at the row's end; sized for the row's end-state load.
-        for row in sorted(row_liquid):
-            full_row = _row_liquid_at_max(spec, pl, node, row)
-            spare = 1 if r.cdu_redundancy == "n+1" else 0
-            for i in range(ceil(full_row / cdu.capacity_kw) + spare):
-                rack = Names.rack(row, r.racks_per_row + 1 + i)
-                position[rack] = (row, r.racks_per_row + 1 + i)
-                su_of[rack] = None
-                racks[rack] = []
-                extra.append(
-                    Device(
-                        f"cdu-{rack.removeprefix('rack-')}",
-                        "cdu",
-                        cdu_key,
-                        rack=rack,
-                        rack_units=cdu.rack_units,
+                        f"{name}-cdu", "cdu", cdu_key, su=self.su_of[name], rack=name, rack_units=cdu.rack_units,
                         rack_unit=1,
                     )
                 )
-
-    # Out-of-band: SN2201-class switches in every rack, one per 48 managed devices, each
-    # dual-homed to aggregation switches. Every rack position of the end state owns `slots`
-    # OOB ordinals; ordinal o uses port o % radix on the aggregation switches of group
-    # o // radix (one per uplink), so ports never move when the pod grows.
-    oob = spec.management.oob
-    oob_sw = cat.switches[oob.switch_model]
-    if oob.uplinks_per_switch > oob_sw.uplink_cages:
-        raise SpecError(
-            "management.oob.uplinks_per_switch", f"{oob.switch_model} has {oob_sw.uplink_cages} uplink ports"
-        )
-    access = oob_sw.radix(oob_sw.cage_speed_gbps)
-    agg_model = cat.switches[oob.aggregation_model]
-    agg_speed = oob_sw.uplink_speed_gbps
-    agg_radix = agg_model.radix(agg_speed)
-    if not agg_radix:
-        raise SpecError("management.oob.aggregation_model", f"{oob.aggregation_model} has no {agg_speed}G ports")
-    pdus_per_rack = 2 * r.pdus_per_feed
-    slots = max(ceil((len(m) + pdus_per_rack) / access) for m in racks.values())
-    agg_racks = 1
-    for _ in range(4):  # aggregation racks are rack positions too: settle their count
-        count = ceil(pl.rows_max(agg_racks) * pl.row_width * slots / agg_radix) * oob.uplinks_per_switch
-        agg_slots = [
-            Slot(Names.numbered("oob-agg", i, count), agg_model.power_kw, agg_model.rack_units) for i in range(count)
-        ]
-        agg_bins = pack(agg_slots, pl.usable_kw, pl.usable_ru)
-        if len(agg_bins) <= agg_racks:
-            break
-        agg_racks = len(agg_bins)
-    for k, b in enumerate(agg_bins):
-        pos = pl._infra_position(len(pl.infra_bins) + k)
-        rack = Names.rack(*pos)
-        position[rack], su_of[rack] = pos, None
-        pl._stack(b)
-        for a in b:
-            extra.append(
-                Device(
-                    a.name,
-                    "oob_aggregation",
-                    oob.aggregation_model,
-                    rack=rack,
-                    power_kw=a.power_kw,
-                    rack_units=a.rack_units,
-                    rack_unit=pl.unit_of[a.name],
-                )
-            )
-    for d in extra:
-        racks.setdefault(d.rack, []).append(d)
-
-    pdus = []
-    for name in sorted(racks):
-        for feed in ("a", "b"):
-            for i in range(r.pdus_per_feed):
-                suffix = feed if r.pdus_per_feed == 1 else f"{feed}{i + 1}"
-                pdus.append(Device(f"{name}-pdu-{suffix}", "pdu", r.pdu_model, su=su_of[name], rack=name))
-    for d in pdus:
-        racks[d.rack].append(d)
-    extra += pdus
-
-    links: list[Link] = []
-    oob_devices: list[Device] = []
-    for name in sorted(racks):
-        managed = sorted(racks[name], key=lambda d: d.name)
-        count = ceil(len(managed) / access)
-        top = _top_of_equipment(racks[name])
-        for i in range(count):
-            sw_name = f"{name}-oob" if count == 1 else f"{name}-oob{i + 1}"
-            unit = r.rack_units - (i + 1) * oob_sw.rack_units + 1  # top of rack, in the reserved units
-            if unit <= top:
-                raise SpecError(
-                    "racks.reserved_units",
-                    f"{name} has no room for its OOB switch {sw_name} above its gear (units 1-{top} of "
-                    f"{r.rack_units}); reserve {count * oob_sw.rack_units} units or more",
-                )
-            oob_devices.append(
-                Device(
-                    sw_name,
-                    "oob_switch",
-                    oob.switch_model,
-                    su=su_of[name],
-                    rack=name,
-                    power_kw=oob_sw.power_kw,
-                    rack_units=oob_sw.rack_units,
-                    rack_unit=unit,
-                )
-            )
-            for p, d in enumerate(managed[i * access : (i + 1) * access]):
-                links.append(
-                    Link(
-                        d.name,
-                        oob_port_of(cat, d),
-                        sw_name,
-                        oob_sw.port(p, oob_sw.cage_speed_gbps),
-                        "oob",
-                        "device-oob",
-                        oob_sw.cage_speed_gbps,
+            else:
+                row_liquid[self.position[name][0]] = row_liquid.get(self.position[name][0], 0.0) + lq
+        spare = 1 if r.cdu_redundancy == "n+1" else 0
+        for row in sorted(row_liquid):
+            full_row = _row_liquid_at_max(self.spec, pl, node, row)
+            for i in range(ceil(full_row / cdu.capacity_kw) + spare):
+                rack = Names.rack(row, r.racks_per_row + 1 + i)
+                self.position[rack] = (row, r.racks_per_row + 1 + i)
+                self.su_of[rack] = None
+                self.racks[rack] = []
+                added.append(
+                    Device(
+                        f"cdu-{rack.removeprefix('rack-')}", "cdu", cdu_key, rack=rack, rack_units=cdu.rack_units,
+                        rack_unit=1,
                     )
                 )
-            group, agg_port = divmod(pl.rack_index(*position[name]) * slots + i, agg_radix)
-            for j in range(oob.uplinks_per_switch):
-                links.append(
-                    Link(
-                        sw_name,
-                        oob_sw.uplink_port(j),
-                        agg_slots[group * oob.uplinks_per_switch + j].name,
-                        agg_model.port(agg_port, agg_speed),
-                        "oob",
-                        "oob-agg",
-                        agg_speed,
-                    )
-                )
-    for d in oob_devices:
-        racks[d.rack].append(d)
+        self._add(added)
 
-    out_racks = []
-    budget = r.power_budget_kw
-    for name in sorted(racks, key=lambda n: position[n]):
-        members = racks[name]
+    def add_oob_aggregation(self) -> tuple[int, list[Slot], int]:
+        """Aggregation switches for the OOB switches of every rack position of the end state;
+        returns (their rack count, the switches in order, OOB ordinals per rack position)."""
+        oob, r, pl, cat = self.spec.management.oob, self.spec.racks, self.pl, self.cat
+        oob_sw = cat.switches[oob.switch_model]
+        if oob.uplinks_per_switch > oob_sw.uplink_cages:
+            raise SpecError(
+                "management.oob.uplinks_per_switch", f"{oob.switch_model} has {oob_sw.uplink_cages} uplink ports"
+            )
+        access = oob_sw.radix(oob_sw.cage_speed_gbps)
+        agg_model = cat.switches[oob.aggregation_model]
+        agg_radix = agg_model.radix(oob_sw.uplink_speed_gbps)
+        if not agg_radix:
+            raise SpecError(
+                "management.oob.aggregation_model",
+                f"{oob.aggregation_model} has no {oob_sw.uplink_speed_gbps}G ports",
+            )
+        pdus_per_rack = 2 * r.pdus_per_feed
+        slots = max(ceil((len(m) + pdus_per_rack) / access) for m in self.racks.values())
+        agg_racks = 1
+        for _ in range(4):  # aggregation racks are rack positions too: settle their count
+            count = ceil(pl.rows_max(agg_racks) * pl.row_width * slots / agg_radix) * oob.uplinks_per_switch
+            agg_slots = [
+                Slot(Names.numbered("oob-agg", i, count), agg_model.power_kw, agg_model.rack_units)
+                for i in range(count)
+            ]
+            agg_bins = pack(agg_slots, pl.usable_kw, pl.usable_ru)
+            if len(agg_bins) <= agg_racks:
+                break
+            agg_racks = len(agg_bins)
+        added = []
+        for k, b in enumerate(agg_bins):
+            pos = pl._infra_position(len(pl.infra_bins) + k)
+            rack = Names.rack(*pos)
+            self.position[rack], self.su_of[rack] = pos, None
+            pl._stack(b)
+            added += [
+                Device(a.name, "oob_aggregation", oob.aggregation_model, rack=rack, power_kw=a.power_kw,
+                       rack_units=a.rack_units, rack_unit=pl.unit_of[a.name])
+                for a in b
+            ]
+        self._add(added)
+        return agg_racks, agg_slots, slots
+
+    def add_pdus(self) -> None:
+        r = self.spec.racks
+        pdus = []
+        for name in sorted(self.racks):
+            for feed in ("a", "b"):
+                for i in range(r.pdus_per_feed):
+                    suffix = feed if r.pdus_per_feed == 1 else f"{feed}{i + 1}"
+                    pdus.append(Device(f"{name}-pdu-{suffix}", "pdu", r.pdu_model, su=self.su_of[name], rack=name))
+        self._add(pdus)
+
+    def add_oob_switches(self, agg_slots: list[Slot], slots: int) -> list[Link]:
+        """SN2201-class switches in every rack, one per 48 managed devices, each dual-homed to
+        aggregation switches. Every rack position of the end state owns `slots` OOB ordinals;
+        ordinal o uses port o % radix on the aggregation switches of group o // radix (one per
+        uplink), so ports never move when the pod grows."""
+        oob, r, pl, cat = self.spec.management.oob, self.spec.racks, self.pl, self.cat
+        oob_sw = cat.switches[oob.switch_model]
+        access = oob_sw.radix(oob_sw.cage_speed_gbps)
+        agg_model = cat.switches[oob.aggregation_model]
+        agg_speed = oob_sw.uplink_speed_gbps
+        agg_radix = agg_model.radix(agg_speed)
+        links: list[Link] = []
+        oob_devices: list[Device] = []
+        for name in sorted(self.racks):
+            managed = sorted(self.racks[name], key=lambda d: d.name)
+            count = ceil(len(managed) / access)
+            top = _top_of_equipment(self.racks[name])
+            for i in range(count):
+                sw_name = f"{name}-oob" if count == 1 else f"{name}-oob{i + 1}"
+                unit = r.rack_units - (i + 1) * oob_sw.rack_units + 1  # top of rack, in the reserved units
+                if unit <= top:
+                    raise SpecError(
+                        "racks.reserved_units",
+                        f"{name} has no room for its OOB switch {sw_name} above its gear (units 1-{top} of "
+                        f"{r.rack_units}); reserve {count * oob_sw.rack_units} units or more",
+                    )
+                oob_devices.append(
+                    Device(sw_name, "oob_switch", oob.switch_model, su=self.su_of[name], rack=name,
+                           power_kw=oob_sw.power_kw, rack_units=oob_sw.rack_units, rack_unit=unit)
+                )
+                for p, d in enumerate(managed[i * access : (i + 1) * access]):
+                    links.append(
+                        Link(d.name, oob_port_of(cat, d), sw_name, oob_sw.port(p, oob_sw.cage_speed_gbps), "oob",
+                             "device-oob", oob_sw.cage_speed_gbps)
+                    )
+                group, agg_port = divmod(pl.rack_index(*self.position[name]) * slots + i, agg_radix)
+                for j in range(oob.uplinks_per_switch):
+                    links.append(
+                        Link(sw_name, oob_sw.uplink_port(j), agg_slots[group * oob.uplinks_per_switch + j].name,
+                             agg_model.port(agg_port, agg_speed), "oob", "oob-agg", agg_speed)
+                    )
+        self._add(oob_devices)
+        return links
+
+    def rack_record(self, name: str) -> Rack:
+        """The rack's power and cooling against its budget, its feeds and its kind."""
+        r, pl, node = self.spec.racks, self.pl, self.node
+        members = self.racks[name]
+        budget = r.power_budget_kw
         planned = round(sum(d.power_kw for d in members), 3)
         if planned > budget + 1e-9:
             raise SpecError("racks.power_budget_kw", f"{name} plans {planned:.1f} kW, over its {budget} kW budget")
@@ -383,38 +394,23 @@ def place_racks(
             if capped
             else "full load"
         )
+        liquid = r.cooling == "liquid"
         lq = round(sum(d.power_kw * node.liquid_capture for d in members if d.role == "gpu_node"), 3) if liquid else 0.0
-        kinds = {d.role for d in members}
-        kind = (
-            "compute"
-            if "gpu_node" in kinds
-            else "cdu"
-            if kinds <= {"cdu", "pdu", "oob_switch"}
-            else "network"
-            if su_of[name]
-            else "infra"
+        row, pos = self.position[name]
+        return Rack(
+            name, row, pos, _rack_kind(members, self.su_of[name]), self.su_of[name], budget, planned, lq,
+            round(planned - lq, 3), r.cooling, sum(d.rack_units for d in members), pl.rack_index(row, pos),
+            round(pl.feed_kw, 3), feed_loss_kw, on_feed_loss,
         )
-        row, pos = position[name]
-        out_racks.append(
-            Rack(
-                name,
-                row,
-                pos,
-                kind,
-                su_of[name],
-                budget,
-                planned,
-                lq,
-                round(planned - lq, 3),
-                r.cooling,
-                sum(d.rack_units for d in members),
-                pl.rack_index(row, pos),
-                round(pl.feed_kw, 3),
-                feed_loss_kw,
-                on_feed_loss,
-            )
-        )
-    return placed + extra + oob_devices, links, out_racks, pl.rows_max(agg_racks) * pl.row_width
+
+
+def _rack_kind(members: list[Device], su: int | None) -> str:
+    kinds = {d.role for d in members}
+    if "gpu_node" in kinds:
+        return "compute"
+    if kinds <= {"cdu", "pdu", "oob_switch"}:
+        return "cdu"
+    return "network" if su else "infra"
 
 
 def _top_of_equipment(members: list[Device]) -> int:
