@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from math import ceil, gcd
 
 from topology.catalog import Catalog, NodeModel, SwitchModel
+from topology.catalog import load as load_catalog
 from topology.errors import SpecError
 from topology.model import Device, Link, Tier
 from topology.names import Names, width
@@ -186,167 +187,127 @@ def names_for(spec: PodSpec, sizing: ComputeSizing) -> Names:
 def compute_fabric(
     spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names
 ) -> tuple[list[Device], list[Link], list[Tier]]:
+    """The compute fabric as built now (`scalable_units`), sized for the end state: SUs of
+    nodes and rail leaves, the UFM, then two tiers (leaves to spines) or three (leaves to the
+    spines of their block, spines to core groups)."""
+    devices, links = _scalable_units(spec, cat, sz, names)
+    if spec.compute_fabric.fabric_manager:
+        _ufm(spec, cat, sz, names, devices, links)
+    if sz.tiers == 2:
+        _two_tier(spec, sz, names, devices, links)
+    else:
+        _three_tier(spec, sz, names, devices, links)
+    return devices, links, _compute_tiers(spec, sz, devices)
+
+
+def _scalable_units(spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names) -> tuple[list[Device], list[Link]]:
+    """Each SU's nodes and rail leaves, and the node-to-leaf cables: the NIC of GPU i goes to
+    the rail-i leaf (rail follows the GPU index, not the mlx5 index)."""
     cf = spec.compute_fabric
     node = cat.nodes[spec.node_model]
     sw = cat.switches[cf.switch_model]
-    port = sw.port
-    speed = sz.speed
+    nics = [(nic.netdev(cf.kind), nic.gpu) for nic in node.compute_nics]
     devices: list[Device] = []
     links: list[Link] = []
-    netdevs = [nic.netdev(cf.kind) for nic in node.compute_nics]
-    rail_of_nic = [nic.gpu for nic in node.compute_nics]  # rail follows the GPU index
-    ufm_in_su1 = cf.fabric_manager
-    sw_power, sw_ru = sw.power_kw, sw.rack_units
-
     for su in range(1, spec.scalable_units + 1):
-        node_slots = sz.slots - (1 if ufm_in_su1 and su == 1 else 0)
+        node_slots = sz.slots - (1 if cf.fabric_manager and su == 1 else 0)
         for n in range(1, node_slots + 1):
             devices.append(
-                Device(
-                    names.node(su, n),
-                    "gpu_node",
-                    spec.node_model,
-                    su=su,
-                    power_kw=node.power_kw,
-                    rack_units=node.rack_units,
-                    slot=(su - 1) * sz.slots + n - 1,
-                )
+                Device(names.node(su, n), "gpu_node", spec.node_model, su=su, power_kw=node.power_kw,
+                       rack_units=node.rack_units, slot=(su - 1) * sz.slots + n - 1)
             )
         for rail in range(sz.rails):
             devices.append(
-                Device(
-                    names.leaf(su, rail),
-                    "leaf",
-                    cf.switch_model,
-                    su=su,
-                    rail=rail,
-                    power_kw=sw_power,
-                    rack_units=sw_ru,
-                    slot=(su - 1) * sz.rails + rail,
-                )
+                Device(names.leaf(su, rail), "leaf", cf.switch_model, su=su, rail=rail, power_kw=sw.power_kw,
+                       rack_units=sw.rack_units, slot=(su - 1) * sz.rails + rail)
             )
         for n in range(1, node_slots + 1):
-            host = names.node(su, n)
-            for nic, netdev in enumerate(netdevs):
-                rail = rail_of_nic[nic]
+            for netdev, rail in nics:
                 links.append(
-                    Link(
-                        host,
-                        netdev,
-                        names.leaf(su, rail),
-                        port(n - 1, speed),
-                        "compute",
-                        "node-leaf",
-                        speed,
-                        slot=((su - 1) * sz.slots + n - 1) * sz.rails + rail,
-                    )
+                    Link(names.node(su, n), netdev, names.leaf(su, rail), sw.port(n - 1, sz.speed), "compute",
+                         "node-leaf", sz.speed, slot=((su - 1) * sz.slots + n - 1) * sz.rails + rail)
                 )
+    return devices, links
 
-    if ufm_in_su1:
-        ufm = cat.appliances[cf.ufm_model]
-        devices.append(
-            Device("ufm-01", "ufm", cf.ufm_model, su=1, power_kw=ufm.power_kw, rack_units=ufm.rack_units, slot=0)
+
+def _ufm(
+    spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names, devices: list[Device], links: list[Link]
+) -> None:
+    """The UFM appliance takes SU 1's last node slot: its ports on that slot of the first leaves."""
+    cf = spec.compute_fabric
+    ufm = cat.appliances[cf.ufm_model]
+    port = cat.switches[cf.switch_model].port
+    devices.append(
+        Device("ufm-01", "ufm", cf.ufm_model, su=1, power_kw=ufm.power_kw, rack_units=ufm.rack_units, slot=0)
+    )
+    for i in range(ufm.fabric_links):
+        links.append(
+            Link("ufm-01", ufm.port(i), names.leaf(1, i), port(sz.slots - 1, sz.speed), "compute", "ufm-leaf", sz.speed)
         )
-        for i in range(ufm.fabric_links):  # the UFM takes the last node slot's leaf ports
+
+
+def _switch(spec: PodSpec, name: str, role: str, slot: int, block: int | None = None) -> Device:
+    cf = spec.compute_fabric
+    sw = load_catalog().switches[cf.switch_model]
+    return Device(name, role, cf.switch_model, block=block, power_kw=sw.power_kw, rack_units=sw.rack_units, slot=slot)
+
+
+def _two_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[Device], links: list[Link]) -> None:
+    """Every leaf has `leaf_links_per_spine` links to every spine; spine ports by leaf ordinal."""
+    port = load_catalog().switches[spec.compute_fabric.switch_model].port
+    devices += [_switch(spec, names.spine(s), "spine", s) for s in range(sz.spines_per_block)]
+    lps = sz.leaf_links_per_spine
+    for g in range(spec.scalable_units * sz.rails):
+        su, rail = divmod(g, sz.rails)
+        for j in range(sz.up):
+            s, link = divmod(j, lps)
             links.append(
-                Link("ufm-01", ufm.port(i), names.leaf(1, i), port(sz.slots - 1, speed), "compute", "ufm-leaf", speed)
+                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.speed), names.spine(s),
+                     port(g * lps + link, sz.speed), "compute", "leaf-spine", sz.speed, slot=g * sz.up + j)
             )
 
-    built_leaves = spec.scalable_units * sz.rails
-    if sz.tiers == 2:
-        for s in range(sz.spines_per_block):
-            devices.append(
-                Device(names.spine(s), "spine", cf.switch_model, power_kw=sw_power, rack_units=sw_ru, slot=s)
-            )
-        lps = sz.leaf_links_per_spine
-        for g in range(built_leaves):
-            su, rail = divmod(g, sz.rails)
-            leaf = names.leaf(su + 1, rail)
-            for j in range(sz.up):
-                s, link = divmod(j, lps)
-                links.append(
-                    Link(
-                        leaf,
-                        port(sz.down_capacity + j, speed),
-                        names.spine(s),
-                        port(g * lps + link, speed),
-                        "compute",
-                        "leaf-spine",
-                        speed,
-                        slot=g * sz.up + j,
-                    )
-                )
-    else:
-        block_leaves = sz.block_sus * sz.rails
-        blocks_built = ceil(spec.scalable_units / sz.block_sus)
-        sb = sz.spines_per_block
-        for b in range(blocks_built):
-            for j in range(sb):
-                devices.append(
-                    Device(
-                        names.spine(b * sb + j),
-                        "spine",
-                        cf.switch_model,
-                        block=b + 1,
-                        power_kw=sw_power,
-                        rack_units=sw_ru,
-                        slot=b * sb + j,
-                    )
-                )
-        for c in range(sz.cores):
-            devices.append(Device(names.core(c), "core", cf.switch_model, power_kw=sw_power, rack_units=sw_ru, slot=c))
-        for g in range(built_leaves):
-            su, rail = divmod(g, sz.rails)
-            b, p = divmod(g, block_leaves)
-            leaf = names.leaf(su + 1, rail)
-            for j in range(sz.up):
-                links.append(
-                    Link(
-                        leaf,
-                        port(sz.down_capacity + j, speed),
-                        names.spine(b * sb + j),
-                        port(p, speed),
-                        "compute",
-                        "leaf-spine",
-                        speed,
-                        slot=g * sz.up + j,
-                    )
-                )
-        lpc = sz.spine_links_per_core
-        for b in range(blocks_built):
-            for j in range(sb):
-                spine = names.spine(b * sb + j)
-                for k in range(sz.spine_up):
-                    g2, link = divmod(k, lpc)
-                    links.append(
-                        Link(
-                            spine,
-                            port(sz.spine_down + k, speed),
-                            names.core(j * sz.cores_per_group + g2),
-                            port(b * lpc + link, speed),
-                            "compute",
-                            "spine-core",
-                            speed,
-                            slot=(b * sb + j) * sz.spine_up + k,
-                        )
-                    )
 
+def _three_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[Device], links: list[Link]) -> None:
+    """Leaves form blocks of whole SUs with one spine per leaf uplink; spine j of every block
+    joins core group j."""
+    port = load_catalog().switches[spec.compute_fabric.switch_model].port
+    block_leaves = sz.block_sus * sz.rails
+    blocks_built = ceil(spec.scalable_units / sz.block_sus)
+    sb = sz.spines_per_block
+    for b in range(blocks_built):
+        devices += [_switch(spec, names.spine(b * sb + j), "spine", b * sb + j, block=b + 1) for j in range(sb)]
+    devices += [_switch(spec, names.core(c), "core", c) for c in range(sz.cores)]
+    for g in range(spec.scalable_units * sz.rails):
+        su, rail = divmod(g, sz.rails)
+        b, p = divmod(g, block_leaves)
+        for j in range(sz.up):
+            links.append(
+                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.speed), names.spine(b * sb + j),
+                     port(p, sz.speed), "compute", "leaf-spine", sz.speed, slot=g * sz.up + j)
+            )
+    lpc = sz.spine_links_per_core
+    for b in range(blocks_built):
+        for j in range(sb):
+            for k in range(sz.spine_up):
+                g2, link = divmod(k, lpc)
+                links.append(
+                    Link(names.spine(b * sb + j), port(sz.spine_down + k, sz.speed),
+                         names.core(j * sz.cores_per_group + g2), port(b * lpc + link, sz.speed), "compute",
+                         "spine-core", sz.speed, slot=(b * sb + j) * sz.spine_up + k)
+                )
+
+
+def _compute_tiers(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -> list[Tier]:
+    model = spec.compute_fabric.switch_model
     spines_built = sum(1 for d in devices if d.role == "spine")
+    spine_down = sz.spine_down if sz.tiers == 3 else sz.radix
     tiers = [
-        Tier("compute", "leaf", built_leaves, sz.slots, sz.up, cf.switch_model, speed),
-        Tier(
-            "compute",
-            "spine",
-            spines_built,
-            sz.spine_down if sz.tiers == 3 else sz.radix,
-            sz.spine_up,
-            cf.switch_model,
-            speed,
-        ),
+        Tier("compute", "leaf", spec.scalable_units * sz.rails, sz.slots, sz.up, model, sz.speed),
+        Tier("compute", "spine", spines_built, spine_down, sz.spine_up, model, sz.speed),
     ]
     if sz.tiers == 3:
-        tiers.append(Tier("compute", "core", sz.cores, sz.radix, 0, cf.switch_model, speed))
-    return devices, links, tiers
+        tiers.append(Tier("compute", "core", sz.cores, sz.radix, 0, model, sz.speed))
+    return tiers
 
 
 def _two_tier_spines(uplinks: list[int], radix: int, min_spines: int, field: str) -> int:
