@@ -3,6 +3,7 @@ the floor measured in the same run: `ansible -m setup` on the same hosts over th
 (what one fact round trip costs; no playbook can be faster).
 
     .venv/bin/python bench/bench_apply.py [--repeat N] [--connection ssh|docker] [--forks N]
+                                          [--strategy linear|free|mitogen_linear]
 
 Prints the floor, first apply (fresh nodes), each no-op apply (converged) and each clean drift
 check (check+diff, fresh facts), and each one's ratio to the floor. Needs dockerd and the
@@ -41,7 +42,10 @@ def main() -> None:
     parser.add_argument("--connection", choices=("ssh", "docker"), default="ssh",
                         help="ssh (as real nodes: pipelining, ControlPersist) or docker exec")
     parser.add_argument("--forks", type=int, help="superpod --forks (default: ansible.cfg)")
+    parser.add_argument("--strategy", default="linear", choices=("linear", "free", "mitogen_linear"),
+                        help="ANSIBLE_STRATEGY for every run, the floor's included")
     opts = parser.parse_args()
+    os.environ["ANSIBLE_STRATEGY"] = opts.strategy
     pod = LabPod(groups=(LIMIT,), tag="bench")
     with tempfile.TemporaryDirectory() as tmp:
         try:
@@ -61,7 +65,8 @@ def main() -> None:
         finally:
             pod.remove()
     base = statistics.median(floors)
-    print(f"lab pod: {len(pod.hosts)} GPU nodes in containers over {opts.connection}, {os.cpu_count()} CPUs, "
+    print(f"lab pod: {len(pod.hosts)} GPU nodes in containers over {opts.connection}, strategy {opts.strategy}, "
+          f"{os.cpu_count()} CPUs, "
           f"load {os.getloadavg()[0]:.1f}")
     print(f"floor (ansible -m setup) {base:7.1f} s  (median of {len(floors)}: {', '.join(f'{f:.1f}' for f in floors)})")
     print(f"first apply              {first:7.1f} s  {first / base:5.1f}x floor")
