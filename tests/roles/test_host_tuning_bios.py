@@ -85,5 +85,5 @@ def test_host_system_is_picked_and_inventory_credentials_used(tmp_path, bmc):
 
 
 def test_dell_map_uses_the_custom_profile():
-    dell = load(ROOT / "roles/host_tuning/vars/main.yml")["host_tuning_bios_vendor_attributes"]["dell"]
+    dell = load(ROOT / "roles/host_tuning/defaults/main.yml")["host_tuning_bios_vendor_attributes"]["dell"]
     assert dell["SysProfile"] == "Custom" and dell["ProcCStates"] == "Disabled"
