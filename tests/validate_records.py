@@ -8,7 +8,8 @@ from pathlib import Path
 
 from topology.render.tables import cabling_csv, devices_csv
 
-MAU = {1: "1000BaseTFD", 10: "10GigBaseT", 100: "100GbaseCR4", 200: "200GbaseCR4", 400: "400GbaseCR8", 800: "800GbaseCR8"}
+MAU = {1: "1000BaseTFD", 10: "10GigBaseT", 100: "100GbaseCR4", 200: "200GbaseCR4", 400: "400GbaseCR8",
+       800: "800GbaseCR8"}
 
 
 def write_plan(layout, folder: Path) -> Path:
