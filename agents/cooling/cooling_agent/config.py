@@ -127,7 +127,7 @@ class AgentConfig(_Model):
     rediscover_s: float = Field(3600.0, gt=0)
     max_concurrency: int = Field(512, ge=1)
     # one device's answer is bounded: body bytes (on the wire and inflated), collection members
-    redfish_max_body_bytes: int = Field(4 << 20, ge=1024)
+    redfish_max_body_bytes: int = Field(1 << 20, ge=1024)
     redfish_max_members: int = Field(256, ge=1)
     credentials_file: str | None = None
     ashrae_class: str = "W32"

@@ -294,7 +294,9 @@ def hostile_app(mode: str, members: int = 20_000) -> web.Application:
     """A Redfish CDU that attacks its poller: ``gzip_bomb``, ``many_members`` (a Pumps
     collection of ``members`` links, each one served), ``deep`` (JSON nested 200,000 deep)."""
     cdu_path = "/redfish/v1/ThermalEquipment/CDUs/1"
-    cache: list[bytes] = []
+    # built now, not on the first request: the peers share the test's process and its CPU
+    collection = json.dumps({"Members": [{"@odata.id": f"{cdu_path}/Pumps/{i}"} for i in range(members)]}).encode() \
+        if mode == "many_members" else b""
 
     async def handler(request: web.Request) -> web.Response:
         if mode == "gzip_bomb":
@@ -305,10 +307,7 @@ def hostile_app(mode: str, members: int = 20_000) -> web.Application:
         if request.path == cdu_path:
             doc = {"Id": "1", "PrimaryCoolantConnectors": {}, "Pumps": {"@odata.id": cdu_path + "/Pumps"}}
         elif request.path == cdu_path + "/Pumps":
-            if not cache:  # built once: the peers share the test's process and its CPU
-                cache.append(json.dumps(
-                    {"Members": [{"@odata.id": f"{cdu_path}/Pumps/{i}"} for i in range(members)]}).encode())
-            return web.Response(body=cache[0], content_type="application/json")
+            return web.Response(body=collection, content_type="application/json")
         else:
             doc = {"Id": request.path.rsplit("/", 1)[-1], "PumpSpeedPercent": {"Reading": 50},
                    "Status": {"Health": "OK", "State": "Enabled"}}

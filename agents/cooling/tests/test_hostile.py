@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import multiprocessing
 import os
 import threading
 
@@ -19,10 +20,10 @@ from cooling_agent.config import AgentConfig
 from cooling_agent.model import PollResult
 from cooling_agent.redfish import PollError, inflate, parse_body
 
-from .conftest import layout, one, pick, scrape, snmp_pdu
+from .conftest import SNMP_DATA, layout, one, pick, scrape, snmp_pdu
 
 INTERVAL = 0.25
-TIMEOUT = 1.5
+TIMEOUT = 2.5  # healthy peers answer in ms; the margin is for a loaded, shared CI host
 RUN_S = 3.0
 
 
@@ -61,6 +62,8 @@ def test_hostile_redfish_peers_cost_healthy_targets_nothing(peers, snmpsim, redf
     sim.gzip_bomb()  # built before the clock starts
     hostile = {mode: peers.run(sim.start_app(sim.hostile_app(mode)))[1]
                for mode in ("gzip_bomb", "many_members", "deep")}
+    # 2,000 members fit the body limit: the member limit refuses them
+    hostile["members_2000"] = peers.run(sim.start_app(sim.hostile_app("many_members", members=2000)))[1]
     healthy = ["good-cdu-1", "good-cdu-2", "good-rf-pdu", "good-snmp-pdu"]
     cfg = AgentConfig.model_validate(layout(
         interval_s=INTERVAL, timeout_s=TIMEOUT, max_backoff_s=INTERVAL,
@@ -98,7 +101,8 @@ def test_hostile_redfish_peers_cost_healthy_targets_nothing(peers, snmpsim, redf
         assert not pick(m, "superpod_target_poll_errors_total", target=name), name
         assert one(m, "superpod_target_polls_total", target=name) >= 3, name
         assert len(samples_seen[name] - {0}) == 1, (name, samples_seen[name])  # never a partial sample set
-    for mode, reason in (("gzip_bomb", "too_large"), ("many_members", "too_large"), ("deep", "bad_data")):
+    for mode, reason in (("gzip_bomb", "too_large"), ("many_members", "too_large"), ("members_2000", "too_large"),
+                         ("deep", "bad_data")):
         assert one(m, "superpod_target_up", target=f"{mode}-cdu") == 0.0, mode
         assert one(m, "superpod_target_poll_errors_total", target=f"{mode}-cdu", reason=reason) >= 1, mode
     # inflating and parsing the bomb on the loop stalled it for seconds; the bound leaves room
@@ -173,15 +177,29 @@ def test_snmp_text_nan_is_a_bad_value():
 
 
 
+@pytest.fixture(scope="module")
+def recordings():
+    """The fast SNMP responder (sim.RecordingResponder) in its own process: snmpsim spends
+    ~9 ms CPU a GET, and next to a flooding process on two cores it would starve."""
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    proc = ctx.Process(target=sim.serve_recordings, args=(str(SNMP_DATA), q), daemon=True)
+    proc.start()
+    yield q.get(timeout=60)
+    proc.kill()
+    proc.join(5)
+
+
 @pytest.mark.timeout(60)
-def test_a_flooding_snmp_pdu_costs_healthy_pdus_nothing(tmp_path, snmpsim, creds):
-    """A PDU that answers with a flood of unmatched datagrams: with one socket shared by all
-    PDUs the flood pushed the healthy PDUs' answers out of its buffer (timeouts)."""
+def test_a_flooding_snmp_pdu_costs_healthy_pdus_nothing(tmp_path, recordings, creds):
+    """A PDU that answers with a flood of unmatched datagrams (40,000 a second): with one
+    socket shared by all PDUs the healthy PDUs' answers queued behind the flood, each of it
+    decoded, or were pushed out of the buffer: they timed out."""
     flooder, port = sim.flooding_pdu(tmp_path, seconds=RUN_S + 2, rate=40_000)
     healthy = [f"good-{p}" for p in ("raritan", "apc", "servertech")]
     cfg = AgentConfig.model_validate(layout(
         interval_s=INTERVAL, timeout_s=1.0, max_backoff_s=INTERVAL,
-        pdus=[*[snmp_pdu(name, snmpsim.port, name[5:]) for name in healthy],
+        pdus=[*[snmp_pdu(name, recordings, name[5:]) for name in healthy],
               snmp_pdu("flooding-pdu", port, "apc")]))
     agent = Agent(cfg, creds)
 
