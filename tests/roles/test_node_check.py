@@ -262,3 +262,12 @@ def test_rail_lldp_without_lldpd(mode, status):
     assert off["status"] == nc.SKIPPED
     (unplanned,) = nc.compare_rail_lldp({}, [dict(LLDP_RAILS[0], leaf=None)], "auto")
     assert unplanned["status"] == nc.NOT_PLANNED
+
+
+@pytest.mark.parametrize(("require", "status"), [(True, nc.MISMATCH), (False, nc.SKIPPED)])
+def test_rail_lldp_on_a_missing_netdev_follows_require_rail_links(require, status):
+    seen = nc.parse_lldp_neighbors(lldp_json({"enp24s0np0": ("su01-leaf-rail0", "swp1")}))
+    rows = by_check(nc.compare_rail_lldp(seen, LLDP_RAILS[:2], "auto", "", {"enp64s0np0"}, require))
+    assert rows["lldp rail0 enp24s0np0"]["status"] == nc.OK
+    assert (rows["lldp rail1 enp64s0np0"]["actual"], rows["lldp rail1 enp64s0np0"]["status"]) == (
+        "no such netdev", status)

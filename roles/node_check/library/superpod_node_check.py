@@ -362,9 +362,10 @@ def parse_lldp_neighbors(doc):
     return out
 
 
-def compare_rail_lldp(neighbors, expected, mode, reason=""):
+def compare_rail_lldp(neighbors, expected, mode, reason="", absent=(), require=True):
     """neighbors: parse_lldp_neighbors() output, None when lldpctl did not answer (reason says why).
-    expected: the links rows with "leaf" and "leaf_port". A rail whose cable reaches another rail's
+    expected: the links rows with "leaf" and "leaf_port"; absent: their netdevs that do not exist
+    (a mismatch when `require`, as for the link check). A rail whose cable reaches another rail's
     leaf still links up: only LLDP shows the swap that halves NCCL's bandwidth."""
     planned_rails = [w for w in expected if planned(w.get("leaf")) and planned(w.get("leaf_port"))]
     if mode == "off":
@@ -380,6 +381,10 @@ def compare_rail_lldp(neighbors, expected, mode, reason=""):
     for want in planned_rails:
         label = f"lldp {want['name']} {want['netdev']}"
         target = (want["leaf"], want["leaf_port"])
+        if want["netdev"] in absent:
+            rows.append(row(label, f"{target[0]} {target[1]}", "no such netdev", MISMATCH if require else SKIPPED,
+                            "" if require else "node_check_require_rail_links is false"))
+            continue
         seen = neighbors.get(want["netdev"]) or []
         actual = ", ".join(f"{n} {p}" for n, p in seen) or "no LLDP neighbor"
         if target in seen:
@@ -517,7 +522,8 @@ def main():
             + compare_governor(read_governors(), exp.get("governor"), host_kernel)
             + compare_cstates(read_cpuidle(), exp.get("cstates_limited"), host_kernel)
             + compare_links(links, exp.get("links") or [], p["require_rail_links"])
-            + compare_rail_lldp(neighbors, exp.get("links") or [], p["rail_lldp"], lldp_reason))
+            + compare_rail_lldp(neighbors, exp.get("links") or [], p["rail_lldp"], lldp_reason,
+                                {n for n, have in links.items() if have is None}, p["require_rail_links"]))
     module.exit_json(changed=False, checks=rows, mismatches=[r for r in rows if r["status"] == MISMATCH],
                      report=render_table(exp.get("host", ""), rows))
 
