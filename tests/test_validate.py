@@ -84,6 +84,8 @@ def test_cable_one_port_off_says_where_to_move_it(lab_plan, ports, tmp_path):
     (task,) = doc["work_list"]
     assert (task["rack"], task["device"], task["port"]) == ("rack-a01", "su01-leaf-rail3", "swp5")
     assert task["action"].startswith("move to swp4")
+    assert doc["findings"][0]["detail"] == "su01-node04 enp94s0np0 reaches su01-leaf-rail3 swp5 instead of " \
+                                           "su01-leaf-rail3 swp4"
     human = run(lab_plan, tmp_path)
     assert "rack-a01, su01-leaf-rail3 swp5: move to swp4" in human.output
 

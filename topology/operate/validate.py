@@ -113,6 +113,11 @@ def _found(f: Finding) -> str:
 def _detail(f: Finding) -> str:
     if f.kind == "swap":
         return f"swapped with {_planned(f.other)}"
+    if f.kind == "miswired":
+        lk = f.planned
+        return "; ".join(
+            f"{_end(near)} reaches {_end(c[1] if c[0] == near else c[0])} instead of {_end(far)}"
+            for c in f.found for near, far in ((lk.a, lk.b), (lk.b, lk.a)) if near in c)
     if f.kind == "wrong_speed":
         return f"runs at {f.speed_gbps}G, planned {f.planned.speed_gbps}G"
     if f.kind == "unplanned" and f.speed_gbps:
@@ -150,7 +155,8 @@ _STYLE = {"swap": "magenta", "miswired": "red", "missing": "red", "wrong_speed":
 
 def print_report(console: Console, stack: str, result: Result, tasks: list[Task], limit: int = 50) -> None:
     c = counts(result)
-    problems = [f for f in result.findings if f.kind not in ("correct", "unverified")]
+    problems = sorted((f for f in result.findings if f.kind not in ("correct", "unverified")),
+                      key=lambda f: KINDS.index(f.kind))
     if problems:
         table = Table(title=f"cabling of {stack}: what differs from the plan", title_justify="left")
         for col in ("kind", "planned", "found", "detail"):
