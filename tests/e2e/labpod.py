@@ -176,7 +176,7 @@ def setup_floor(pod: LabPod, facts_dir: Path, limit: str = "gpu_nodes") -> float
     return elapsed
 
 
-def superpod(*args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+def superpod(*args: str, timeout: int = 2700) -> subprocess.CompletedProcess:
     env = os.environ | {"NO_COLOR": "1", "COLUMNS": "200"}
     return subprocess.run([*SUPERPOD, *args], cwd=ROOT, capture_output=True, text=True, timeout=timeout, env=env)
 
