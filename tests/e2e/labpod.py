@@ -31,6 +31,7 @@ CONTAINER_SWITCHES = {
     "hugepages_bootloader_update_command": "/usr/local/sbin/molecule-update-grub",
     # no NVIDIA repository from the containers: each role's documented stand-in (docs/<role>.md)
     "nvidia_driver_fabricmanager": False,
+    "nvidia_driver_branch": "535",  # Debian 12 ships only the 535 driver; the role's default is 580
     "cuda_toolkit_source": "distro",
     "cuda_toolkit_lib_subdirs": ["lib"],
     "cuda_toolkit_versions": [{"version": "14", "packages": ["llvm-14-runtime", "libclang1-14"],
