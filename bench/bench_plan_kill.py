@@ -22,7 +22,7 @@ def main() -> None:
     stack = sys.argv[2] if len(sys.argv) > 2 else "roce-8k"
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as folder:
-        result = run_trials(stack, Path(folder), trials)
+        result = run_trials(stack, Path(folder), trials, report=lambda so_far: print(so_far, flush=True))
     result["stack"], result["wall_seconds"] = stack, round(time.monotonic() - start)
     print(json.dumps(result, indent=1))
     sys.exit(1 if result["mixed"] else 0)

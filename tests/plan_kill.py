@@ -54,7 +54,13 @@ def _left_over(out: Path) -> tuple[int, int]:
     return len(stale), size
 
 
-def run_trials(stack: str, folder: Path, trials: int, seed: int = 20) -> dict:
+def _dir_times(out: Path) -> list[int]:
+    """Modification times of the folders a plan writes into: any write shows here first."""
+    dirs = [out.parent] + [Path(d) for d, _, _ in os.walk(out, followlinks=True)]
+    return [d.stat().st_mtime_ns for d in dirs if d.exists()]
+
+
+def run_trials(stack: str, folder: Path, trials: int, seed: int = 20, report=None) -> dict:
     """Plans A and B once in full (their sets are the references), then re-plans the other one
     `trials` times, each killed with SIGKILL at a random moment of its run."""
     rng = random.Random(seed)
@@ -74,12 +80,23 @@ def run_trials(stack: str, folder: Path, trials: int, seed: int = 20) -> dict:
     staging_left, staging_bytes, current = 0, 0, "a"
     for _ in range(trials):
         target = "b" if current == "a" else "a"
+        start = time.monotonic()
+        before = _dir_times(out)
         proc = _plan(a if target == "a" else b, out)
-        time.sleep(rng.uniform(0.3, 1.05) * full)
+        # a quarter of the kills anywhere in the run, the rest once writing has begun (where a mix could happen)
+        if rng.random() < 0.25:
+            time.sleep(rng.uniform(0.2, 1.0) * full)
+        else:
+            while proc.poll() is None and _dir_times(out) == before and time.monotonic() - start < 2 * full:
+                time.sleep(0.005)
+            time.sleep(rng.uniform(0, 0.3) * full)
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             outcome["killed"] += 1
-        proc.communicate()
+            proc.communicate()
+        else:
+            proc.communicate()
+            full = time.monotonic() - start  # re-plans link unchanged files: track how long one takes now
         seen = visible(out)
         which = next((name for name, files in sets.items() if files == seen), "mixed")
         outcome[which if which == "mixed" else ("new" if which == target else "old")] += 1
@@ -87,6 +104,8 @@ def run_trials(stack: str, folder: Path, trials: int, seed: int = 20) -> dict:
         staging_left += count
         staging_bytes = max(staging_bytes, size)
         current = which if which != "mixed" else current
+        if report:
+            report(dict(outcome))
     # the next plan cleans what killed ones left
     proc = _plan(a, out)
     proc.communicate()

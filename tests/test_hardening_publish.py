@@ -201,8 +201,9 @@ def test_legacy_plain_folder_becomes_a_published_set(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(240)
 def test_kill_9_during_re_plan_leaves_old_or_new_set_never_a_mix(tmp_path):
-    """8 kills of a roce-1k re-plan here; bench/bench_plan_kill.py runs 50 of roce-8k."""
-    result = run_trials("roce-1k", tmp_path, trials=8)
+    """10 kills of a roce-1k re-plan here (the old file-by-file writer showed a mix in about 1 of 8);
+    bench/bench_plan_kill.py runs 50 of roce-8k."""
+    result = run_trials("roce-1k", tmp_path, trials=10)
     assert result["mixed"] == 0, result
-    assert result["old"] + result["new"] == 8 and result["killed"] >= 4, result
+    assert result["old"] + result["new"] == 10 and result["killed"] >= 5, result
     assert result["left_after_next_plan"] == 0 and result["final_is_a"], result
