@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import netaddr
 
 from topology import catalog
 from topology.model import Address, Device, Layout, Link
-from topology.render.switches import sections
+from topology.render.switches import pairing, sections
 from topology.render.switches.intent import SwitchIntent
 from topology.render.switches.qos import ROCE_QOS
 
@@ -83,6 +85,8 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
     asn = {a.device: a.asn for a in layout.asns}
     host_space = netaddr.IPSet(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
     roce = spec.compute_fabric.kind == "roce"
+    by_name = {d.name: d for d in layout.devices}
+    partner = _partners(layout.devices)
     out = []
     for d in layout.devices:
         fabric = FABRIC_OF_ROLE.get(d.role)
@@ -115,6 +119,20 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
         svis = sections.gateway_svis(gateways)
         if "vlan1" in own and d.role == "oob_switch":
             svis += (sections.Svi(sections.OOB_VLAN, own["vlan1"].address),)
+        bonds, pair = (), None
+        if fabric == "inband":
+            bonds = pairing.bonds(d.name, data_links, by_name, spec.nodes_per_su)
+            members = {m for b in bonds for m in b.members}
+            port_list = tuple(replace(p, access_vlan=None) if p.name in members else p for p in port_list)
+            gw = pairing.gateway_svi(own, d)
+            if gw is not None:
+                svis += (gw,)
+                vlans = sorted(set(vlans) | {gw.vlan})
+            if d.name in partner:
+                peer = by_name[partner[d.name]]
+                theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
+                mode = spec.management.inband.pairing
+                pair = pairing.pairing(mode, d, peer, data_links, own, theirs, model.mgmt_port)
         out.append(
             SwitchIntent(
                 name=d.name,
@@ -129,6 +147,8 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
                 bgp=bgp,
                 vlans=tuple(vlans),
                 svis=svis,
+                bonds=bonds,
+                pairing=pair,
                 qos=ROCE_QOS if roce and fabric == "compute" else None,
                 notes=_notes(d.role),
             )
@@ -136,9 +156,22 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
     return out
 
 
+def _partners(devices: list[Device]) -> dict[str, str]:
+    """The other switch of each in-band pair: an SU's two in-band switches, in-band cores 0 and 1."""
+    groups: dict[object, list[str]] = {}
+    for d in devices:
+        if d.role == "inband_switch":
+            groups.setdefault(("su", d.su), []).append(d.name)
+        elif d.role == "inband_core" and d.slot < 2:
+            groups.setdefault("cores", []).append(d.name)
+    out = {}
+    for names in groups.values():
+        if len(names) == 2:
+            out[names[0]], out[names[1]] = names[1], names[0]
+    return out
+
+
 def _notes(role: str) -> tuple[str, ...]:
-    if role == "inband_switch":
-        return ("in-band gateway: the plan gives the pair no switch addresses; the SU subnet's gateway is not placed",)
     if role == "oob_aggregation":
         return ("OOB rack gateways: not placed by the plan",)
     return ()

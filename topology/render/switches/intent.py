@@ -33,7 +33,34 @@ class Breakout:
 @dataclass(frozen=True, slots=True)
 class Svi:
     vlan: int
-    address: str  # the subnet's gateway, with prefix length
+    address: str  # the subnet's gateway (or, with `vrr`, this switch's own address), with prefix length
+    vrr: str = ""  # the shared gateway both switches of a pair answer for (VRR), with prefix length
+    vrr_mac: str = ""  # its virtual MAC (00:00:5e:00:01:<vrid>)
+
+
+@dataclass(frozen=True, slots=True)
+class Bond:
+    """A node's dual-homed bond: one member here, the other on the pair's other switch."""
+
+    name: str  # bondN (SONiC: PortChannelN)
+    members: tuple[str, ...]  # planned port names
+    peer: str  # the node (or mgmt node) at the far end
+    pair_id: int  # MLAG id / EVPN-MH segment local-id: the same on both switches of the pair
+    access_vlan: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pairing:
+    """The two switches that share the bonds and the gateway (management.inband.pairing)."""
+
+    mode: str  # mlag | evpn_mh
+    peer: str  # the other switch of the pair
+    peer_link: tuple[str, ...]  # MLAG peer-link members (the planned inband-peer ports); () for evpn_mh
+    backup_ip: str  # the peer's OOB address (MLAG backup path over eth0)
+    system_mac: str  # MLAG system MAC / EVPN-MH segment MAC, the same on both switches
+    priority: int  # MLAG priority / EVPN-MH DF preference: side a is preferred
+    source_ip: str = ""  # this switch's own in-band SVI address (SONiC MCLAG session), no prefix
+    peer_ip: str = ""  # the peer's
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,5 +121,7 @@ class SwitchIntent:
     bgp: Bgp | None = None
     vlans: tuple[int, ...] = ()
     svis: tuple[Svi, ...] = ()
+    bonds: tuple[Bond, ...] = ()
+    pairing: Pairing | None = None
     qos: Qos | None = None
     notes: tuple[str, ...] = field(default=())  # what the plan leaves to the operator, said in the config

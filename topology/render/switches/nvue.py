@@ -33,9 +33,52 @@ def _interfaces(sw: SwitchIntent) -> dict:
         if p.lossless:
             iface["qos"] = {"pfc-watchdog": {"state": "enabled"}}
         out[p.name] = iface
+    out.update(_bonds(sw))
     for svi in sw.svis:
-        out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, "ip": {"address": {svi.address: {}}}}
+        ip: dict = {"address": {svi.address: {}}}
+        if svi.vrr:
+            ip["vrr"] = {"address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, "state": {"up": {}}}
+        out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, "ip": ip}
     return out
+
+
+def _bonds(sw: SwitchIntent) -> dict:
+    """Per-node bonds (MLAG ids or EVPN-MH segments) and the MLAG peer link."""
+    out: dict = {}
+    pair = sw.pairing
+    for b in sw.bonds:
+        bond: dict = {"member": {m: {} for m in b.members}}
+        iface: dict = {"type": "bond", "description": b.peer, "bond": bond}
+        if pair and pair.mode == "mlag":
+            bond["mlag"] = {"enable": "on", "id": b.pair_id}
+        elif pair:
+            iface["evpn"] = {
+                "multihoming": {
+                    "segment": {
+                        "enable": "on",
+                        "local-id": b.pair_id,
+                        "mac-address": pair.system_mac,
+                        "df-preference": pair.priority,
+                    }
+                }
+            }
+        if b.access_vlan is not None:
+            iface["bridge"] = {"domain": {"br_default": {"access": b.access_vlan}}}
+        out[b.name] = iface
+    if pair and pair.peer_link:
+        out["peerlink"] = {"type": "peerlink", "bond": {"member": {m: {} for m in pair.peer_link}}}
+        out["peerlink.4094"] = {"type": "sub", "base-interface": "peerlink", "vlan": 4094}
+    return out
+
+
+def _pairing(sw: SwitchIntent) -> dict:
+    pair = sw.pairing
+    if pair.mode == "mlag":
+        mlag: dict = {"enable": "on", "mac-address": pair.system_mac, "peer-ip": "linklocal", "priority": pair.priority}
+        if pair.backup_ip:
+            mlag["backup"] = {pair.backup_ip: {"vrf": sw.mgmt.vrf if sw.mgmt else "mgmt"}}
+        return {"mlag": mlag}
+    return {"evpn": {"enable": "on", "multihoming": {"enable": "on"}}}
 
 
 def _bgp(sw: SwitchIntent) -> dict:
@@ -107,6 +150,8 @@ def render_nvue(sw: SwitchIntent) -> str:
     }
     if sw.vlans:
         body["bridge"] = {"domain": {"br_default": {"vlan": {str(v): {} for v in sw.vlans}}}}
+    if sw.pairing:
+        body.update(_pairing(sw))
     if sw.bgp:
         body["router"] = {"bgp": {"enable": "on", "autonomous-system": sw.bgp.asn, "router-id": sw.bgp.router_id}}
     vrf: dict = {}

@@ -82,11 +82,14 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
             db["INTERFACE"][f"{name}|{p.address}"] = {}
         if p.access_vlan is not None:
             db.setdefault("VLAN_MEMBER", {})[f"Vlan{p.access_vlan}|{name}"] = {"tagging_mode": "untagged"}
+    _port_channels(sw, names, db)
     for v in sw.vlans:
         db.setdefault("VLAN", {})[f"Vlan{v}"] = {"vlanid": str(v)}
     for svi in sw.svis:
         db.setdefault("VLAN_INTERFACE", {})[f"Vlan{svi.vlan}"] = {}
         db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{svi.address}"] = {}
+        if svi.vrr:  # SONiC MCLAG: both peers carry the gateway address itself on the VLAN
+            db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{svi.vrr}"] = {}
     if sw.loopback:
         db["LOOPBACK_INTERFACE"] = {"Loopback0": {}, f"Loopback0|{sw.loopback}": {}}
     if sw.mgmt:
@@ -103,6 +106,33 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
     if sw.qos:
         db.update(_qos(sw, names))
     return db
+
+
+PEER_LINK_CHANNEL = "PortChannel999"  # above any node bond's id (the SU's node count)
+MCLAG_DOMAIN_ID = "1"  # one domain per pair: each switch is in exactly one
+
+
+def _port_channels(sw: SwitchIntent, names: dict, db: dict) -> None:
+    """Node bonds as PortChannels, MCLAG over the peer-link channel (SONiC has no EVPN-MH: an
+    evpn_mh pair gets the PortChannels without the MCLAG tables)."""
+    channels = [(f"PortChannel{b.pair_id}", b.members, b.access_vlan) for b in sw.bonds]
+    pair = sw.pairing
+    mclag = pair is not None and pair.mode == "mlag" and bool(pair.peer_link)
+    if mclag:
+        channels.append((PEER_LINK_CHANNEL, pair.peer_link, None))
+    for name, members, vlan in channels:
+        db.setdefault("PORTCHANNEL", {})[name] = {"admin_status": "up", "mtu": "9216", "min_links": "1"}
+        for m in members:
+            db.setdefault("PORTCHANNEL_MEMBER", {})[f"{name}|{names[m][0]}"] = {}
+        if vlan is not None:
+            db.setdefault("VLAN_MEMBER", {})[f"Vlan{vlan}|{name}"] = {"tagging_mode": "untagged"}
+    if mclag:
+        db["MCLAG_DOMAIN"] = {
+            MCLAG_DOMAIN_ID: {"source_ip": pair.source_ip, "peer_ip": pair.peer_ip, "peer_link": PEER_LINK_CHANNEL}
+        }
+        db["MCLAG_INTERFACE"] = {
+            f"{MCLAG_DOMAIN_ID}|PortChannel{b.pair_id}": {"if_type": "PortChannel"} for b in sw.bonds
+        }
 
 
 def _local(sw: SwitchIntent, port: str) -> str:
