@@ -180,6 +180,9 @@ GOLDEN_CASES = [
     ("roce-1k", "spine-01", "startup.yaml", {}),
     ("lab", "su01-leaf-rail0", "config_db.json", {"compute_fabric": {"switch_os": "sonic"}}),
     ("lab", "su01-leaf-rail0", "frr.conf", {"compute_fabric": {"switch_os": "sonic"}}),
+    ("lab", "su01-inband-a", "startup.yaml", {}),
+    ("lab", "inband-core-01", "startup.yaml", {}),
+    ("lab", "su01-inband-a", "config_db.json", {"management": {"inband": {"switch_os": "sonic"}}}),
 ]
 
 
