@@ -127,6 +127,8 @@ def _port_channels(sw: SwitchIntent, names: dict, db: dict) -> None:
         if vlan is not None:
             db.setdefault("VLAN_MEMBER", {})[f"Vlan{vlan}|{name}"] = {"tagging_mode": "untagged"}
     if mclag:
+        for v in sw.vlans:  # the peer link carries every VLAN the bonds do
+            db.setdefault("VLAN_MEMBER", {})[f"Vlan{v}|{PEER_LINK_CHANNEL}"] = {"tagging_mode": "tagged"}
         db["MCLAG_DOMAIN"] = {
             MCLAG_DOMAIN_ID: {"source_ip": pair.source_ip, "peer_ip": pair.peer_ip, "peer_link": PEER_LINK_CHANNEL}
         }
