@@ -14,7 +14,7 @@ from cooling_agent.credentials import CredentialStore
 from cooling_agent.profiles import Profile, available_profiles, load_profile
 from pydantic import ValidationError
 
-from .conftest import layout, one, scrape, snmp_pdu
+from .conftest import layout, one, poll_once, scrape, snmp_pdu
 
 BRIEF = """
 listen: {address: 0.0.0.0, port: 9731}
@@ -126,16 +126,8 @@ def test_new_vendor_is_a_data_file(tmp_path, snmpsim, creds):
           - {metric: pdu_power_watts, column: 1.3.6.1.4.1.318.1.1.26.4.3.1.5, index: "{unit}", scale: 0.01}
           - {metric: pdu_outlet_power_watts, column: 1.3.6.1.4.1.318.1.1.26.9.4.3.1.7, index: "{outlet}"}
     """))
-    cfg = AgentConfig.model_validate(layout(pdus=[snmp_pdu("acme", snmpsim.port, str(prof), community="apc")]))
-    agent = Agent(cfg, creds)
-
-    async def go():
-        try:
-            return await agent.poll_once()
-        finally:
-            await agent.stop()
-
-    assert asyncio.run(go()) == {"acme": True}
+    agent, oks = poll_once(layout(pdus=[snmp_pdu("acme", snmpsim.port, str(prof), community="apc")]), creds)
+    assert oks == {"acme": True}
     m = scrape(agent)
     assert one(m, "superpod_pdu_power_watts", pdu="acme") == 6.42
     assert one(m, "superpod_pdu_outlet_power_watts", pdu="acme", outlet="3") == 705.0

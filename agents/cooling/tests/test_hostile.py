@@ -20,7 +20,7 @@ from cooling_agent.config import AgentConfig
 from cooling_agent.model import PollResult
 from cooling_agent.redfish import PollError, inflate, parse_body
 
-from .conftest import SNMP_DATA, layout, one, pick, scrape, snmp_pdu
+from .conftest import SNMP_DATA, layout, one, pick, poll_once, scrape, snmp_pdu
 
 INTERVAL = 0.25
 TIMEOUT = 2.5  # healthy peers answer in ms; the margin is for a loaded, shared CI host
@@ -141,16 +141,8 @@ def test_non_finite_readings_are_not_exported_and_mark_the_target_degraded(peers
         return None
 
     _, port = peers.run(sim.start_app(sim.mockup_app(root, hook=nan_env)))
-    cfg = AgentConfig.model_validate(layout(cdus=[http_cdu("nan-cdu", port)]))
-    agent = Agent(cfg, creds)
-
-    async def go():
-        try:
-            return await agent.poll_once()
-        finally:
-            await agent.stop()
-
-    assert asyncio.run(go()) == {"nan-cdu": True}
+    agent, oks = poll_once(layout(cdus=[http_cdu("nan-cdu", port)]), creds)
+    assert oks == {"nan-cdu": True}
     m = scrape(agent)
     assert one(m, "superpod_target_up", target="nan-cdu") == 1.0
     assert one(m, "superpod_target_degraded", target="nan-cdu") == 1.0
