@@ -51,6 +51,8 @@ def runs(tmp_path_factory):
         "keyring-debian": {"test_facts": facts("Debian", "12")},
         "debian13": {"test_facts": facts("Debian", "13")},
         "mirror-rhel": {"test_facts": facts("RedHat", "9"), "nvidia_repo_cuda_url": "http://mirror.example/cuda/rhel9"},
+        # a mirror given with its trailing slash (as molecule's stand-in is) must not become "//"
+        "mirror-ubuntu": {"test_facts": facts("Ubuntu", "24"), "nvidia_repo_cuda_url": "file:///srv/mirror/cuda/"},
     }
     for host in hosts:
         (tmp / host / "apt/sources.list.d").mkdir(parents=True)
@@ -105,6 +107,13 @@ def test_rhel_mirror_is_one_repo_file(runs):
     text = (tmp / "mirror-rhel/yum/superpod-nvidia-cuda.repo").read_text()
     assert "baseurl = http://mirror.example/cuda/rhel9/" in text
     assert "gpgcheck = 1" in text
+
+
+def test_a_mirror_url_keeps_one_trailing_slash(runs):
+    tmp, results = runs
+    assert not [r for r in results["mirror-ubuntu"] if r.get("failed")]
+    text = (tmp / "mirror-ubuntu/apt/sources.list.d/superpod-nvidia-cuda.sources").read_text()
+    assert "URIs: file:///srv/mirror/cuda/\n" in text
 
 
 def test_unsupported_release_fails_instead_of_loading_debian_12(runs):
