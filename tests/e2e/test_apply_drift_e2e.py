@@ -50,10 +50,11 @@ DRIFT = {
 }
 # Tasks that follow from a drifted kernel command line file: the effective command line (all
 # grub.d drop-ins together) differs from the one each role last handed to the bootloader, so
-# both roles would regenerate it. (Their handlers run the update command: skipped in check mode.)
+# both roles would regenerate it and record the new one. (The regeneration is a command task:
+# skipped in check mode; the record is a file both roles would rewrite, and drift shows it.)
 CMDLINE_CONSEQUENCES = {
-    ("host_tuning", "Regenerate the bootloader config when the effective command line changed"),
-    ("hugepages", "Regenerate the bootloader config when the effective command line changed"),
+    ("host_tuning", "Record the command line handed to the bootloader"),
+    ("hugepages", "Record the command line handed to the bootloader"),
 }
 
 
