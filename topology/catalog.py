@@ -160,7 +160,6 @@ class PduModel(_Entry):
         """What it may carry continuously: 80% of the circuit (NEC 210.19/210.20)."""
         return round(0.8 * self.nameplate_kw, 1)
 
-    max_kw = continuous_kw  # the capacity every budget check uses
 
 
 class CduModel(_Entry):

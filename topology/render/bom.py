@@ -48,7 +48,7 @@ def _describe(cat, model: str) -> tuple[str, str]:
             return category, table[model].description
     if model in cat.pdus:
         p = cat.pdus[model]
-        return "pdu", f"{p.vendor} rack PDU, {p.max_kw} kW, {p.outlets} outlets ({p.protocol})"
+        return "pdu", f"{p.vendor} rack PDU, {p.continuous_kw} kW continuous, {p.outlets} outlets ({p.protocol})"
     c = cat.cdus[model]
     return "cdu", f"{c.vendor} coolant distribution unit, {c.capacity_kw} kW ({c.protocol})"
 

@@ -140,7 +140,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         kind_colors=sorted(geometry.KIND_COLOR.items()),
         cooling=f"{spec.racks.cooling}" + (f", CDUs {spec.racks.cdu.replace('_', ' ')}" if spec.racks.cooling ==
                                            "liquid" else ""),
-        feed=f"{spec.racks.pdus_per_feed} × {spec.racks.pdu_model}, {spec.racks.pdus_per_feed * pdu.max_kw} kW",
+        feed=f"{spec.racks.pdus_per_feed} × {spec.racks.pdu_model}, {spec.racks.pdus_per_feed * pdu.continuous_kw} kW",
         units=units,
         per_rack_cdu=spec.racks.cooling == "liquid" and spec.racks.cdu == "per_rack",
         tightest=max(racks_power, key=lambda p: p.first.share),
