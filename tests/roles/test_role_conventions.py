@@ -42,3 +42,27 @@ def test_families_declare_the_same_keys(role):
     keys = {f: set(load(base / f"{f}.yml")) for f in FAMILIES}
     assert all(k == keys["Debian"] for k in keys.values()), keys
     assert all(k.startswith(f"{role}_family_") for k in keys["Debian"]), keys["Debian"]
+
+
+def _tasks(role):
+    for path in sorted((ROOT / "roles" / role / "tasks").glob("*.yml")):
+        for task in load(path) or []:
+            yield path.name, task
+            for inner in task.get("block", []) + task.get("rescue", []) + task.get("always", []):
+                yield path.name, inner
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_index_refresh_only_when_needed(role):
+    """A bare apt index refresh reports a change whenever the mirror published since the last
+    run (cache_valid_time reads the lists' mtime, which an unchanged mirror leaves old): a
+    second run is then not changed=0. Refresh only after a source changed or for a missing
+    package (a registered result the condition tests)."""
+    for file, task in _tasks(role):
+        apt = task.get("ansible.builtin.apt") or task.get("apt")
+        if not isinstance(apt, dict) or not apt.get("update_cache") or apt.get("name"):
+            continue
+        when = task.get("when", [])
+        when = " ".join(when if isinstance(when, list) else [str(when)])
+        assert any(w in when for w in ("is changed", "is failed", "is not skipped", "length == 0")), (
+            f"{role}/{file}: '{task.get('name')}' refreshes the index unconditionally (when: {when!r})")
