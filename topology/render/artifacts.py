@@ -10,6 +10,7 @@ from topology.render.bom import bom_csv
 from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
+from topology.render.netbox import render_netbox
 from topology.render.switches import render_switch_configs
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
 from topology.render.telemetry import render_telemetry
@@ -31,4 +32,5 @@ def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict
     files.update(render_inventory(layout, Path(inventory_dir)))
     files.update(render_switch_configs(layout, Path(out_dir)))
     files.update(render_telemetry(layout, Path(out_dir)))  # telemetry/: scrape targets, rules, dashboard
+    files.update(render_netbox(layout, Path(out_dir)))  # netbox/: bulk-import CSVs (docs/nautobot.md)
     return files

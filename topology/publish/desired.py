@@ -1,0 +1,270 @@
+"""The objects a DCIM/IPAM system should hold for a layout, in neutral terms (site, rows, racks,
+makers, device types and roles, devices at rack units, interfaces, cables, prefixes, addresses,
+ASNs, tags). Both the NetBox CSVs (topology/render/netbox.py) and the Nautobot publisher
+(topology/publish/nautobot.py) are drawn from this one set, so the two never disagree."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from netaddr import IPNetwork
+
+from topology.catalog import load as load_catalog
+from topology.model import Layout
+from topology.names import row_letters
+from topology.render.labels import cable_labels
+
+OWNER_TAG = "superpod"  # marks what we created: only tagged objects are ever deleted (with --prune)
+
+# Interface type slugs shared by NetBox and Nautobot (dcim InterfaceTypeChoices), by link speed.
+ETHERNET_TYPES = {
+    1: "1000base-t",
+    10: "10gbase-x-sfpp",
+    25: "25gbase-x-sfp28",
+    100: "100gbase-x-qsfp28",
+    200: "200gbase-x-qsfp56",
+    400: "400gbase-x-osfp",
+    800: "800gbase-x-osfp",
+}
+INFINIBAND_TYPES = {200: "infiniband-hdr", 400: "infiniband-ndr", 800: "infiniband-xdr"}
+# Cable type slugs (dcim CableTypeChoices) by the plan's medium.
+CABLE_TYPES = {"DAC": "dac-passive", "ACC": "dac-active", "AOC": "aoc", "MMF": "mmf", "SMF": "smf", "CAT6": "cat6"}
+ROLE_COLORS = {  # hex without '#', as both systems store it
+    "gpu_node": "76b900", "leaf": "2196f3", "spine": "3f51b5", "core": "673ab7", "pdu": "9e9e9e",
+}
+
+
+@dataclass(frozen=True)
+class Rack:
+    name: str
+    row: str  # rack group (Nautobot) / location (NetBox): "row-a"
+    u_height: int
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class DeviceType:
+    model: str
+    manufacturer: str
+    description: str
+    u_height: int
+
+
+@dataclass(frozen=True)
+class Device:
+    name: str
+    role: str
+    device_type: str
+    rack: str | None
+    position: int | None  # lowest unit occupied; None: zero-U (PDUs) or unracked
+    asn: int | None
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Interface:
+    device: str
+    name: str
+    type: str
+    speed_kbps: int | None  # only physical interfaces carry a speed
+    mgmt_only: bool = False
+
+
+@dataclass(frozen=True)
+class Cable:
+    a_device: str
+    a_interface: str
+    b_device: str
+    b_interface: str
+    type: str
+    length_m: float
+    label: str
+    tags: tuple[str, ...] = ()
+
+    @property
+    def ends(self) -> frozenset[tuple[str, str]]:
+        return frozenset({(self.a_device, self.a_interface), (self.b_device, self.b_interface)})
+
+
+@dataclass(frozen=True)
+class Prefix:
+    prefix: str
+    pool: str
+    kind: str  # container (a pool) or network
+
+
+@dataclass(frozen=True)
+class IpAddress:
+    address: str  # with prefix length
+    pool: str
+    interfaces: tuple[tuple[str, str], ...]  # (device, interface); a VRR gateway sits on two
+    role: str = ""  # loopback or vrrp (NetBox lets a shared gateway repeat only with such a role)
+
+
+@dataclass(frozen=True)
+class Desired:
+    site: str
+    rows: tuple[str, ...]
+    racks: tuple[Rack, ...]
+    manufacturers: tuple[str, ...]
+    device_types: tuple[DeviceType, ...]
+    roles: tuple[str, ...]
+    devices: tuple[Device, ...]
+    interfaces: tuple[Interface, ...]
+    cables: tuple[Cable, ...]
+    prefixes: tuple[Prefix, ...]
+    addresses: tuple[IpAddress, ...]
+    tags: tuple[str, ...]
+    extra: dict = field(default_factory=dict)
+
+    @cached_property
+    def counts(self) -> dict[str, int]:
+        return {
+            "locations": 1, "rack_groups": len(self.rows), "racks": len(self.racks),
+            "manufacturers": len(self.manufacturers), "device_types": len(self.device_types),
+            "roles": len(self.roles), "devices": len(self.devices), "interfaces": len(self.interfaces),
+            "cables": len(self.cables), "prefixes": len(self.prefixes), "ip_addresses": len(self.addresses),
+            "ip_assignments": sum(len(a.interfaces) for a in self.addresses),
+            "asns": sum(1 for d in self.devices if d.asn is not None), "tags": len(self.tags),
+        }
+
+
+def row_name(row: int) -> str:
+    return f"row-{row_letters(row)}"
+
+
+def su_tag(su: int) -> str:
+    return f"su-{su:02d}"
+
+
+def rail_tag(rail: int) -> str:
+    return f"rail-{rail}"
+
+
+def _manufacturer_and_description(model: str) -> tuple[str, str]:
+    cat = load_catalog()
+    for table in (cat.nodes, cat.switches, cat.appliances):
+        if model in table:
+            text = table[model].description
+            maker = "NVIDIA" if table is cat.switches or text.startswith("NVIDIA") else "Generic"
+            return maker, text
+    for table in (cat.pdus, cat.cdus):
+        if model in table:
+            vendor = table[model].vendor
+            return ("Generic" if vendor in ("generic", "dmtf") else vendor.capitalize()), model
+    return "Generic", model
+
+
+def _interface_type(name: str, speed: int | None, infiniband: bool) -> tuple[str, int | None]:
+    if name == "lo" or name.startswith("vlan"):
+        return "virtual", None
+    if name.startswith("bond"):
+        return "lag", None
+    if speed is None:
+        return "other", None
+    table = INFINIBAND_TYPES if infiniband else ETHERNET_TYPES
+    return table.get(speed, "other"), speed * 1_000_000
+
+
+def _device_tags(su: int | None, rail: int | None) -> tuple[str, ...]:
+    tags = [OWNER_TAG]
+    if su is not None:
+        tags.append(su_tag(su))
+    if rail is not None:
+        tags.append(rail_tag(rail))
+    return tuple(tags)
+
+
+def desired_objects(layout: Layout) -> Desired:
+    spec = layout.spec
+    rack_height = spec.racks.rack_units
+    ib_compute = spec.compute_fabric.kind == "infiniband"
+    by_name = layout.by_name
+    asn_of = {a.device: a.asn for a in layout.asns}
+
+    racks = tuple(Rack(r.name, row_name(r.row), rack_height, _device_tags(r.su, None)) for r in layout.racks)
+    rows = tuple(dict.fromkeys(r.row for r in racks))
+
+    models: dict[str, int] = {}
+    for d in layout.devices:
+        models[d.model] = max(models.get(d.model, 0), d.rack_units)
+    device_types = tuple(DeviceType(m, *_manufacturer_and_description(m), u) for m, u in models.items())
+    devices = tuple(
+        Device(d.name, d.role, d.model, d.rack, d.rack_unit, asn_of.get(d.name), _device_tags(d.su, d.rail))
+        for d in layout.devices
+    )
+
+    # Interfaces: every cabled port (with the link's speed) and every addressed one (lo, vlans, bonds)
+    speeds: dict[tuple[str, str], int] = {}
+    mgmt: set[tuple[str, str]] = set()
+    ib_ports: set[tuple[str, str]] = set()
+    for lk in layout.links:
+        for end in ((lk.a_device, lk.a_port), (lk.b_device, lk.b_port)):
+            speeds[end] = lk.speed_gbps
+            if ib_compute and lk.fabric == "compute":
+                ib_ports.add(end)
+        if lk.tier == "device-oob":  # the managed end is a BMC or management port
+            mgmt.add((lk.a_device, lk.a_port))
+    names = dict.fromkeys(list(speeds) + [(a.device, a.interface) for a in layout.addresses])
+    interfaces = []
+    for dev, ifname in names:
+        kind, kbps = _interface_type(ifname, speeds.get((dev, ifname)), (dev, ifname) in ib_ports)
+        interfaces.append(Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt))
+
+    labels = {(c.link.a_device, c.link.a_port): c.cable_id for c in cable_labels(layout)}
+    cables = tuple(
+        Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"), lk.length_m,
+              labels[(lk.a_device, lk.a_port)], _cable_tags(lk, by_name))
+        for lk in layout.links
+    )
+
+    pools = {k: v for k, v in spec.addressing.model_dump().items() if isinstance(v, str) and "/" in v}
+    prefixes = [Prefix(str(IPNetwork(net).cidr), pool, "container") for pool, net in pools.items()]
+    seen = {p.prefix for p in prefixes}
+    for a in layout.addresses:
+        if a.network not in seen:
+            seen.add(a.network)
+            prefixes.append(Prefix(a.network, a.pool, "network"))
+    shared: dict[str, list] = {}
+    for a in layout.addresses:
+        entry = shared.setdefault(a.address, [a.pool, []])
+        entry[1].append((a.device, a.interface))
+    addresses = tuple(
+        IpAddress(addr, pool, tuple(ifs), _address_role(addr, ifs)) for addr, (pool, ifs) in shared.items()
+    )
+
+    tags = [OWNER_TAG]
+    tags += sorted({t for d in devices for t in d.tags if t != OWNER_TAG})
+    return Desired(
+        site=spec.name,
+        rows=rows,
+        racks=racks,
+        manufacturers=tuple(sorted({t.manufacturer for t in device_types})),
+        device_types=device_types,
+        roles=tuple(dict.fromkeys(d.role for d in devices)),
+        devices=devices,
+        interfaces=tuple(interfaces),
+        cables=cables,
+        prefixes=tuple(prefixes),
+        addresses=addresses,
+        tags=tuple(dict.fromkeys(tags)),
+    )
+
+
+def _cable_tags(lk, by_name) -> tuple[str, ...]:
+    """A cable carries the SU and rail of the rail leaf (or node) it serves."""
+    su = rail = None
+    for name in (lk.a_device, lk.b_device):
+        d = by_name[name]
+        su = su if su is not None else d.su
+        rail = rail if rail is not None else d.rail
+    return _device_tags(su, rail)
+
+
+def _address_role(address: str, ifs: list) -> str:
+    if address.endswith("/32") and all(i == "lo" for _, i in ifs):
+        return "loopback"
+    if len(ifs) > 1:
+        return "vrrp"
+    return ""

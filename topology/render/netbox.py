@@ -1,0 +1,99 @@
+"""build/<stack>/netbox/: the plan as NetBox bulk-import CSVs (Import -> CSV on each object list).
+
+One file per object type, numbered in the order NetBox needs them (a row may only name objects
+that already exist). Columns are NetBox 4.x import fields (dcim/ipam `*ImportForm`); the NetBox
+3.x renames are listed in docs/nautobot.md. Drawn from the same object set as the Nautobot
+publisher (topology/publish/desired.py)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from topology.model import Layout
+from topology.publish.desired import OWNER_TAG, ROLE_COLORS, Desired, desired_objects
+from topology.render.tables import _csv
+
+ASN_FIELD = "superpod_asn"  # device custom field: NetBox's ASN model attaches to sites, not devices
+RIR = "RFC 6996 private"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")
+
+
+def _tags(tags) -> str:
+    return ",".join(slug(t) for t in tags)
+
+
+def _blank(v) -> object:
+    return "" if v is None else v
+
+
+def netbox_tables(d: Desired) -> dict[str, str]:
+    site = d.site
+    maker = {t.model: t.manufacturer for t in d.device_types}
+    rack_row = {r.name: r.row for r in d.racks}
+    return {
+        "00-tags.csv": _csv(["name", "slug", "color"], ((t, slug(t), "76b900") for t in d.tags)),
+        "01-custom-fields.csv": _csv(
+            ["name", "label", "type", "object_types", "description"],
+            [(ASN_FIELD, "ASN", "integer", "dcim.device", "BGP ASN from the superpod plan")],
+        ),
+        "02-sites.csv": _csv(["name", "slug", "status", "description", "tags"],
+                             [(site, slug(site), "planned", "GPU pod planned by superpod", OWNER_TAG)]),
+        "03-locations.csv": _csv(["site", "name", "slug", "status", "tags"],
+                                 ((site, row, f"{slug(site)}-{row}", "planned", OWNER_TAG) for row in d.rows)),
+        "04-racks.csv": _csv(
+            ["site", "location", "name", "status", "width", "u_height", "tags"],
+            ((site, r.row, r.name, "planned", 19, r.u_height, _tags(r.tags)) for r in d.racks),
+        ),
+        "05-manufacturers.csv": _csv(["name", "slug"], ((m, slug(m)) for m in d.manufacturers)),
+        "06-device-types.csv": _csv(
+            ["manufacturer", "model", "slug", "u_height", "is_full_depth", "description"],
+            ((t.manufacturer, t.model, slug(t.model), t.u_height, "true" if t.u_height else "false", t.description)
+             for t in d.device_types),
+        ),
+        "07-device-roles.csv": _csv(["name", "slug", "color"],
+                                    ((r, slug(r), ROLE_COLORS.get(r, "607d8b")) for r in d.roles)),
+        "08-devices.csv": _csv(
+            ["name", "role", "manufacturer", "device_type", "site", "location", "rack", "position", "face", "status",
+             f"cf_{ASN_FIELD}", "tags"],
+            (
+                (dev.name, dev.role, maker[dev.device_type], dev.device_type, site, rack_row.get(dev.rack, ""),
+                 _blank(dev.rack), _blank(dev.position), "front" if dev.position else "", "planned",
+                 _blank(dev.asn), _tags(dev.tags))
+                for dev in d.devices
+            ),
+        ),
+        "09-interfaces.csv": _csv(
+            ["device", "name", "type", "speed", "mgmt_only", "enabled"],
+            ((i.device, i.name, i.type, _blank(i.speed_kbps), str(i.mgmt_only).lower(), "true") for i in d.interfaces),
+        ),
+        "10-cables.csv": _csv(
+            ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
+             "status", "label", "length", "length_unit", "tags"],
+            ((c.a_device, "dcim.interface", c.a_interface, c.b_device, "dcim.interface", c.b_interface, c.type,
+              "planned", c.label, f"{c.length_m:g}", "m", _tags(c.tags)) for c in d.cables),
+        ),
+        "11-rirs.csv": _csv(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
+        "12-asns.csv": _csv(
+            ["asn", "rir", "description", "tags"],
+            sorted({(dev.asn, RIR, dev.name, OWNER_TAG) for dev in d.devices if dev.asn is not None}),
+        ),
+        "13-prefixes.csv": _csv(
+            ["prefix", "status", "description", "tags"],
+            ((p.prefix, "container" if p.kind == "container" else "planned", p.pool, OWNER_TAG)
+             for p in d.prefixes),
+        ),
+        "14-ip-addresses.csv": _csv(
+            ["address", "status", "role", "device", "interface", "description", "tags"],
+            # NetBox gives an address one interface: a shared gateway repeats as one row per switch (role vrrp)
+            ((a.address, "planned", a.role, dev, ifname, a.pool, OWNER_TAG)
+             for a in d.addresses for dev, ifname in a.interfaces),
+        ),
+    }
+
+
+def render_netbox(layout: Layout, out_dir: Path) -> dict[Path, str]:
+    return {Path(out_dir) / "netbox" / name: text for name, text in netbox_tables(desired_objects(layout)).items()}
