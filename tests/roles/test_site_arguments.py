@@ -2,9 +2,10 @@
 
 Molecule scenarios set many variables by hand; users run site.yml on the plain generated
 inventory. This runs the argument validation of every role in site.yml (tagged `always`) with
-`--check` and a tag that selects no other task, against this machine as one planned GPU node and
-the management node, so a default that only resolves after the role loads its family vars, or a
-spec that rejects what the inventory emits, fails here instead of on a user's pod.
+`--check` and a tag that selects no other task, against this machine as one planned GPU node,
+the management node and an Ethernet switch, so a default that only resolves after the role loads
+its family vars, or a spec that rejects what the inventory emits, fails here instead of on a
+user's pod.
 """
 from __future__ import annotations
 
@@ -33,12 +34,13 @@ def test_every_site_role_validates_its_arguments_on_the_generated_inventory(tmp_
     hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
     gpu_node = sorted(hosts["all"]["children"]["gpu_nodes"]["hosts"])[0]
     mgmt_node = sorted(hosts["all"]["children"]["mgmt_nodes"]["hosts"])[0]
+    switch = sorted(hosts["all"]["children"]["ethernet_switches"]["hosts"])[0]
 
     env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_NOCOLOR="1",
                ANSIBLE_ROLES_PATH=str(ROOT / "roles"), ANSIBLE_CACHE_PLUGIN="memory")
     run = subprocess.run(
         [BIN / "ansible-playbook", "-i", inventory, ROOT / "site.yml", "--check",
-         "--limit", f"{gpu_node},{mgmt_node}", "--tags", "superpod-argument-check-only",
+         "--limit", f"{gpu_node},{mgmt_node},{switch}", "--tags", "superpod-argument-check-only",
          "-e", "ansible_connection=local", "-e", f"ansible_python_interpreter={sys.executable}",
          "-e", "superpod_host_dcgm_exporter=true"],  # the opt-in role validates too
         capture_output=True, text=True, env=env, cwd=ROOT)

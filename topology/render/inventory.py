@@ -19,6 +19,7 @@ from topology import catalog
 from topology.model import Device, Layout
 from topology.names import row_letters
 from topology.render.files import GENERATED
+from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
 
 ROLE_GROUPS = {
     "gpu_node": "gpu_nodes",
@@ -36,6 +37,9 @@ ROLE_GROUPS = {
     "ufm": "ufm",
 }
 DATA_ONLY_ROLES = ("pdu", "cdu")  # monitored, not managed over SSH
+# The switches `superpod plan` renders a configuration for (switch_fabric pushes it): every
+# Ethernet switch, whatever its role; InfiniBand switches are the subnet manager's.
+ETHERNET_SWITCHES = "ethernet_switches"
 # The user's hand-kept file: created once with this seed, never rewritten (public: the Pulumi
 # program creates it the same way and never deletes an edited one).
 OVERRIDES = Path("group_vars/all/overrides.yml")
@@ -96,6 +100,7 @@ class SwitchVars(_Vars):
     superpod_su: int | None
     superpod_loopback: str | None
     superpod_asn: int | None
+    superpod_switch_os: str | None  # cumulus | sonic (its fabric's switch_os); None: InfiniBand
 
 
 def group_name(text: str) -> str:
@@ -238,6 +243,15 @@ def _hosts_yaml(children: dict[str, dict], what: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ethernet_switch_os(layout: Layout, d: Device) -> str | None:
+    """The OS of a switch whose configuration the plan renders, None for any other device."""
+    fabric = FABRIC_OF_ROLE.get(d.role)
+    model = catalog.load().switches.get(d.model)
+    if fabric is None or model is None or model.kind != "ethernet":
+        return None
+    return switch_os(layout.spec, fabric)
+
+
 def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
     """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/)."""
     addr, by_pool, asn, rows = _index(layout)
@@ -245,6 +259,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
     groups: dict[str, dict] = {g: {} for g in ROLE_GROUPS.values()}
     su_groups: dict[str, list[str]] = {}
     rack_groups: dict[str, list[str]] = {}
+    ethernet: list[str] = []
     for d in layout.devices:
         if d.role in DATA_ONLY_ROLES:
             continue
@@ -267,13 +282,17 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
                 superpod_su=d.su,
                 superpod_loopback=loop.address if loop else None,
                 superpod_asn=asn.get(d.name),
+                superpod_switch_os=ethernet_switch_os(layout, d),
             ).model_dump()
+            if hv["superpod_switch_os"] is not None:
+                ethernet.append(d.name)
         groups[ROLE_GROUPS[d.role]][d.name] = hv
         if d.su is not None:
             su_groups.setdefault(f"su{d.su:02d}", []).append(d.name)
         rack_groups.setdefault(group_name(d.rack), []).append(d.name)
 
     children: dict[str, dict] = dict(groups)
+    children[ETHERNET_SWITCHES] = {n: None for n in ethernet}
     for g, names in sorted(su_groups.items()) + sorted(rack_groups.items()):
         children[g] = {n: None for n in names}
 
