@@ -22,7 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.e2e.labpod import LabPod, ensure_image, setup_floor, superpod  # noqa: E402
+from bench.task_times import task_spans  # noqa: E402
+from tests.e2e.labpod import LabPod, ensure_image, last_run, setup_floor, superpod  # noqa: E402
 
 LIMIT = "gpu_nodes"
 
@@ -44,6 +45,7 @@ def main() -> None:
     parser.add_argument("--forks", type=int, help="superpod --forks (default: ansible.cfg)")
     parser.add_argument("--strategy", default="linear", choices=("linear", "free", "mitogen_linear"),
                         help="ANSIBLE_STRATEGY for every run, the floor's included")
+    parser.add_argument("--runs-dir", type=Path, help="keep the runs (events) here (default: a temporary directory)")
     opts = parser.parse_args()
     os.environ["ANSIBLE_STRATEGY"] = opts.strategy
     pod = LabPod(groups=(LIMIT,), tag="bench")
@@ -53,7 +55,8 @@ def main() -> None:
             if opts.connection == "ssh":
                 pod.enable_ssh(Path(tmp))
             overlay = pod.write_overlay(Path(tmp) / "overlay.yml", opts.connection)
-            common = ["--stack", pod.stack, "-i", str(overlay), "--runs-dir", str(Path(tmp) / "runs"),
+            runs_dir = opts.runs_dir or Path(tmp) / "runs"
+            common = ["--stack", pod.stack, "-i", str(overlay), "--runs-dir", str(runs_dir),
                       "--limit", LIMIT, "--no-progress", *(["--forks", str(opts.forks)] if opts.forks else [])]
             floors = [setup_floor(pod, Path(tmp) / "setup-facts", LIMIT)]
             first = timed(["apply", *common])
@@ -62,6 +65,7 @@ def main() -> None:
                 floors.append(setup_floor(pod, Path(tmp) / "setup-facts", LIMIT))
                 noop.append(timed(["apply", *common]))
                 drift.append(timed(["drift", *common]))
+            per_role = {kind: _per_role(last_run(runs_dir, pod.stack, kind)) for kind in ("apply", "drift")}
         finally:
             pod.remove()
     base = statistics.median(floors)
@@ -75,6 +79,18 @@ def main() -> None:
         print(f"clean drift check #{i}     {d:7.1f} s  {d / base:5.1f}x floor")
     print(f"no-op apply median       {statistics.median(noop):7.1f} s  {statistics.median(noop) / base:5.1f}x floor")
     print(f"drift check median       {statistics.median(drift):7.1f} s  {statistics.median(drift) / base:5.1f}x floor")
+    print("per role, last no-op apply / last drift check (s, tasks; bench/task_times.py RUN_DIR for more):")
+    for role in sorted(per_role["apply"], key=lambda r: -per_role["apply"][r][0]):
+        (a, an), (d, dn) = per_role["apply"][role], per_role["drift"].get(role, (0.0, 0))
+        print(f"  {role:20s} {a:7.1f} ({an:3d})  {d:7.1f} ({dn:3d})")
+
+
+def _per_role(run_dir: Path) -> dict[str, tuple[float, int]]:
+    out: dict[str, tuple[float, int]] = {}
+    for span in task_spans(run_dir):
+        secs, n = out.get(span["role"], (0.0, 0))
+        out[span["role"]] = (secs + span["seconds"], n + 1)
+    return out
 
 
 if __name__ == "__main__":
