@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.task_times import task_spans  # noqa: E402
+from bench.task_times import events_dir, task_spans  # noqa: E402
 from tests.e2e.labpod import LabPod, ensure_image, last_run, setup_floor, superpod  # noqa: E402
+from topology.operate.events import host_tallies, load_events  # noqa: E402
 
 LIMIT = "gpu_nodes"
 
@@ -66,6 +67,7 @@ def main() -> None:
                 noop.append(timed(["apply", *common]))
                 drift.append(timed(["drift", *common]))
             per_role = {kind: _per_role(last_run(runs_dir, pod.stack, kind)) for kind in ("apply", "drift")}
+            recap = host_tallies(load_events(events_dir(last_run(runs_dir, pod.stack, "apply")))).values()
         finally:
             pod.remove()
     base = statistics.median(floors)
@@ -79,6 +81,8 @@ def main() -> None:
         print(f"clean drift check #{i}     {d:7.1f} s  {d / base:5.1f}x floor")
     print(f"no-op apply median       {statistics.median(noop):7.1f} s  {statistics.median(noop) / base:5.1f}x floor")
     print(f"drift check median       {statistics.median(drift):7.1f} s  {statistics.median(drift) / base:5.1f}x floor")
+    print(f"last no-op apply: changed={sum(t.changed for t in recap)} ok={sum(t.ok for t in recap)} "
+          f"skipped={sum(t.skipped for t in recap)} (changed must be 0)")
     print("per role, last no-op apply / last drift check (s, tasks; bench/task_times.py RUN_DIR for more):")
     for role in sorted(per_role["apply"], key=lambda r: -per_role["apply"][r][0]):
         (a, an), (d, dn) = per_role["apply"][role], per_role["drift"].get(role, (0.0, 0))
