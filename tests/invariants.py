@@ -74,6 +74,54 @@ def check_fabric(layout: Layout) -> None:
         assert len(per_spine) == sum(1 for d in layout.devices if d.role == "spine")
         assert len(set(per_spine.values())) == 1 and len(set(per_core.values())) == 1
         assert tiers["spine-core"] == sum(per_spine.values())
+    check_switch_links(layout)
+
+
+SWITCH_ROLES = ("leaf", "spine", "core", "storage_leaf", "storage_spine", "inband_switch", "inband_core",
+                "oob_switch", "oob_aggregation")
+
+
+def _native(sw, port: str) -> int:
+    if sw.uplink_cages and port in {sw.uplink_port(i) for i in range(sw.uplink_cages)}:
+        return sw.uplink_speed_gbps
+    return sw.native_gbps
+
+
+def _unsplit(sw) -> set[str]:
+    ports = {sw.port(i, sw.native_gbps) for i in range(sw.radix(sw.native_gbps))}
+    return ports | {sw.uplink_port(i) for i in range(sw.uplink_cages)}
+
+
+def check_switch_links(layout: Layout) -> None:
+    """Switch-to-switch links run at the slower end's native port speed, unsplit at that end;
+    no breakout cage carries two links to the same far switch; leaves are oversubscribed by
+    bandwidth (down Gb/s : up Gb/s) as the spec asks (storage: no worse than asked)."""
+    cat = catalog.load()
+    devices = layout.by_name
+    per_cage = Counter()
+    for lk in layout.links:
+        a, b = devices[lk.a_device], devices[lk.b_device]
+        if a.role not in SWITCH_ROLES or b.role not in SWITCH_ROLES:
+            continue
+        sa, sb = cat.switches[a.model], cat.switches[b.model]
+        na, nb = _native(sa, lk.a_port), _native(sb, lk.b_port)
+        assert lk.speed_gbps == min(na, nb), f"{lk.a_device} {lk.a_port} - {lk.b_device} {lk.b_port}: {lk.speed_gbps}G"
+        for dev, port, native, sw in ((lk.a_device, lk.a_port, na, sa), (lk.b_device, lk.b_port, nb, sb)):
+            far = lk.b_device if dev == lk.a_device else lk.a_device
+            if native == lk.speed_gbps:
+                assert port in _unsplit(sw), f"{dev} {port} is not an unsplit {native}G port of {sw.description}"
+            else:  # the faster end of a link between models: a breakout leg
+                cage = port.rsplit("/", 1)[0] if sw.split_name else port.rsplit("s", 1)[0]
+                per_cage[(dev, cage, far)] += 1
+    assert all(n == 1 for n in per_cage.values()), [k for k, n in per_cage.items() if n > 1][:3]
+    spec = layout.spec
+    for t in layout.tiers:
+        if t.role == "leaf":
+            d, u = (int(x) for x in spec.compute_fabric.oversubscription.split(":"))
+            assert t.down_gbps * u == t.up_gbps * d, t
+        elif t.role == "storage_leaf":
+            d, u = (int(x) for x in spec.storage_fabric.oversubscription.split(":"))
+            assert t.down_gbps * u <= t.up_gbps * d, t
 
 
 def check_addresses(layout: Layout) -> None:

@@ -72,16 +72,9 @@ def test_three_su_pod_uses_four_su_spines():
     assert Counter(d.role for d in three.devices)["spine"] == 16
 
 
-def test_51t_switches_fit_8k_gpus_in_two_tiers():
-    layout = build(spec_with("roce-1k", scalable_units=16, max_scalable_units=16, nodes_per_su=64,
-                             compute_fabric={"switch_model": "sn5600"}, racks={"racks_per_row": 20},
-                             storage_fabric={"switch_model": "sn5600"},
-                             management={"inband": {"switch_model": "sn5400", "core_switch_model": "sn5400"}}))
-    roles, tiers = counts(layout)
-    assert layout.facts["gpus"] == 8192 and layout.facts["tiers"] == 2
-    assert roles["leaf"] == 128 and roles["spine"] == 64 and roles["core"] == 0
-    assert all(lk.b_port.startswith("swp") and "s" in lk.b_port[3:] for lk in layout.links if lk.tier == "node-leaf")
-    check_all(layout)
+# SN5600 (800G cages) pods: tests/test_switch_links.py reproduces one plane of NVIDIA's DGX
+# SuperPOD B300 Spectrum-X counts (1-8 SUs of 64 nodes, 800G uplinks) and shows 16 such SUs
+# need a core tier once uplinks run at the cage's native 800G.
 
 
 def test_names_are_positional():

@@ -133,7 +133,8 @@ def test_leaf_announces_its_rail_aggregate_and_breakouts_split_cages():
     for agg in leaf.aggregates:
         assert all(netaddr.IPNetwork(n) in netaddr.IPNetwork(agg) for n in rails)
     storage = intents["su01-storage-leaf"]
-    assert {b.cage for b in storage.breakouts} >= {"swp1", "swp64"}
+    # host cages split for the nodes' 200G ports; uplinks (swp63-64) run unsplit at 400G
+    assert {b.cage for b in storage.breakouts} == {"swp1", "swp2", "swp3", "swp4"}
     assert all(b.lanes == 2 and b.speed_gbps == 200 for b in storage.breakouts)
     cfg = _nvue(layout)["su01-storage-leaf"]["interface"]
     assert cfg["swp1"]["link"]["breakout"] == {"2x": {}}

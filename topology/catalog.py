@@ -105,6 +105,11 @@ class SwitchModel(_Entry):
     uplink_form: str | None = None
     uplink_lane_gbps: int | None = None
 
+    @property
+    def native_gbps(self) -> int:
+        """A port's speed with its cage unsplit (a twin-port OSFP carries two ports)."""
+        return self.cage_speed_gbps // self.ports_per_cage
+
     def radix(self, speed_gbps: int) -> int:
         """Ports at `speed_gbps` (breakout included); 0 when the speed is not supported."""
         ports = self.cages * self.lanes.get(speed_gbps, 0)

@@ -30,24 +30,55 @@ def smallest_divisor_at_least(n: int, lo: int) -> int | None:
     return None
 
 
-def split_ports(radix: int, oversubscription: str, down_used: int, field: str, what: str) -> tuple[int, int]:
-    """(first uplink port index, uplinks) for a leaf with `down_used` down ports at the ratio.
-    Down ports count from the first port, uplinks fill the top of the switch."""
+def split_ports(
+    sw: SwitchModel, down_speed: int, up_speed: int, oversubscription: str, down_used: int, field: str, what: str,
+    at_least: int | None = None,
+) -> tuple[int, int]:
+    """(first uplink port index at `up_speed`, uplinks) for a leaf with `down_used` host ports at
+    `down_speed`. The ratio is of bandwidth (down Gb/s : up Gb/s); host ports fill the bottom
+    cages, uplinks run unsplit at `up_speed` in the top cages. With `at_least`, the ratio is a
+    ceiling: uplinks round up to a multiple of `at_least` (the spines each leaf must reach)."""
     d, u = ratio(oversubscription)
-    if down_used * u % d:
+    up_bw = down_used * down_speed * u
+    if at_least is not None:
+        up = ceil(up_bw / (d * up_speed) / at_least) * at_least
+    elif up_bw % (d * up_speed):
         raise SpecError(
             field,
-            f"{down_used} down ports at {oversubscription} (down:up) need "
-            f"{down_used * u / d:g} uplinks: not a whole number of ports",
+            f"{down_used} x {down_speed}G down at {oversubscription} (down:up Gb/s) need "
+            f"{up_bw / d / up_speed:g} uplinks of {up_speed}G: not a whole number of ports",
         )
-    up = down_used * u // d
-    if down_used + up > radix:
+    else:
+        up = up_bw // (d * up_speed)
+    if not _fits(sw, down_speed, up_speed, down_used, up):
+        most = next((n for n in range(down_used - 1, 0, -1)
+                     if _fits(sw, down_speed, up_speed, n, ceil(n * down_speed * u / (d * up_speed)))), 0)
         raise SpecError(
             what,
-            f"{down_used} down ports + {up} uplinks at {oversubscription} exceed the "
-            f"leaf's {radix} ports (at most {radix * d // (d + u)} down)",
+            f"{down_used} x {down_speed}G down + {up} x {up_speed}G uplinks at {oversubscription} exceed the "
+            f"leaf's {sw.radix(up_speed)} ports ({sw.cages} {sw.form} cages; at most {most} down)",
         )
-    return radix - up, up
+    return sw.radix(up_speed) - up, up
+
+
+def _fits(sw: SwitchModel, down_speed: int, up_speed: int, down: int, up: int) -> bool:
+    cages = ceil(down / sw.lanes[down_speed]) + ceil(up / sw.lanes[up_speed])
+    return cages <= sw.cages and (sw.max_ports is None or down + up <= sw.max_ports)
+
+
+def _most_down(sw: SwitchModel, down_speed: int, up_speed: int, d: int, u: int) -> int:
+    """Most host ports a leaf takes at d:u (bandwidth) with a whole number of unsplit uplinks."""
+    for n in range(sw.radix(down_speed), 0, -1):
+        up = n * down_speed * u
+        if up % (d * up_speed) == 0 and _fits(sw, down_speed, up_speed, n, up // (d * up_speed)):
+            return n
+    return 0
+
+
+def trunk_speed(a: SwitchModel, b: SwitchModel) -> int:
+    """Switch-to-switch links run unsplit: at the slower end's native port speed (the faster
+    end breaks out only when the two models differ); only host-facing ports follow the NIC."""
+    return min(a.native_gbps, b.native_gbps)
 
 
 def switch_speed(switch: SwitchModel, speed: int, field: str, model: str) -> int:
@@ -61,8 +92,8 @@ def switch_speed(switch: SwitchModel, speed: int, field: str, model: str) -> int
 
 @dataclass(frozen=True)
 class ComputeSizing:
-    speed: int
-    radix: int
+    speed: int  # host-facing ports (the NIC's)
+    radix: int  # ports at up_speed
     rails: int
     slots: int  # node slots per SU (one is given to the UFM in SU 1)
     down_capacity: int
@@ -76,6 +107,7 @@ class ComputeSizing:
     spine_up: int
     cores_per_group: int
     spine_links_per_core: int
+    up_speed: int = 0  # leaf uplinks, spine and core ports: the cage's native speed
 
     @property
     def spines_max(self) -> int:
@@ -108,10 +140,12 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
         if spec.nodes_per_su < 2:
             raise SpecError("nodes_per_su", "must be at least 2 when a UFM takes one node slot")
     speed = node.compute_nic_speed_gbps
-    radix = switch_speed(sw, speed, "compute_fabric.switch_model", cf.switch_model)
+    switch_speed(sw, speed, "compute_fabric.switch_model", cf.switch_model)
+    up_speed = trunk_speed(sw, sw)
+    radix = sw.radix(up_speed)  # spines and cores: every port a switch-to-switch link
     slots = spec.nodes_per_su
     down_capacity, up = split_ports(
-        radix, cf.oversubscription, slots, "compute_fabric.oversubscription", "nodes_per_su"
+        sw, speed, up_speed, cf.oversubscription, slots, "compute_fabric.oversubscription", "nodes_per_su"
     )
     rails = node.rails
     leaves_max = spec.max_su * rails
@@ -120,23 +154,28 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
     if cf.spine_count is not None:
         s = cf.spine_count
         if up % s:
+            works = smallest_divisor_at_least(up, max(s, need)) or up
             raise SpecError(
                 "compute_fabric.spine_count",
-                f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up})",
+                f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up}, e.g. {works})",
             )
         if s < need:
             raise SpecError(
                 "compute_fabric.spine_count",
-                f"{s} spines of {radix} ports cannot take {leaves_max * up} leaf uplinks (need at least {need})",
+                f"{s} spines of {radix} ports cannot take {leaves_max * up} leaf uplinks (need at least {need}"
+                + (f", e.g. {works}" if (works := smallest_divisor_at_least(up, need)) else
+                   "; no two-tier count divides the uplinks: leave spine_count unset for a core tier")
+                + ")",
             )
         return ComputeSizing(
-            speed, radix, rails, slots, down_capacity, up, 2, s, spec.max_su, 1, up // s, radix, 0, 0, 0
+            speed, radix, rails, slots, down_capacity, up, 2, s, spec.max_su, 1, up // s, radix, 0, 0, 0, up_speed
         )
 
     spines = smallest_divisor_at_least(up, need)
     if spines is not None:
         return ComputeSizing(
-            speed, radix, rails, slots, down_capacity, up, 2, spines, spec.max_su, 1, up // spines, radix, 0, 0, 0
+            speed, radix, rails, slots, down_capacity, up, 2, spines, spec.max_su, 1, up // spines, radix, 0, 0, 0,
+            up_speed,
         )
 
     # Three tiers: blocks of whole SUs, one spine per leaf uplink in each block.
@@ -172,6 +211,7 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
         spine_up,
         per_group,
         spine_up // per_group,
+        up_speed,
     )
 
 
@@ -262,8 +302,8 @@ def _two_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[Devi
         for j in range(sz.up):
             s, link = divmod(j, lps)
             links.append(
-                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.speed), names.spine(s),
-                     port(g * lps + link, sz.speed), "compute", "leaf-spine", sz.speed, slot=g * sz.up + j)
+                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.up_speed), names.spine(s),
+                     port(g * lps + link, sz.up_speed), "compute", "leaf-spine", sz.up_speed, slot=g * sz.up + j)
             )
 
 
@@ -282,8 +322,8 @@ def _three_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[De
         b, p = divmod(g, block_leaves)
         for j in range(sz.up):
             links.append(
-                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.speed), names.spine(b * sb + j),
-                     port(p, sz.speed), "compute", "leaf-spine", sz.speed, slot=g * sz.up + j)
+                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.up_speed), names.spine(b * sb + j),
+                     port(p, sz.up_speed), "compute", "leaf-spine", sz.up_speed, slot=g * sz.up + j)
             )
     lpc = sz.spine_links_per_core
     for b in range(blocks_built):
@@ -291,9 +331,9 @@ def _three_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[De
             for k in range(sz.spine_up):
                 g2, link = divmod(k, lpc)
                 links.append(
-                    Link(names.spine(b * sb + j), port(sz.spine_down + k, sz.speed),
-                         names.core(j * sz.cores_per_group + g2), port(b * lpc + link, sz.speed), "compute",
-                         "spine-core", sz.speed, slot=(b * sb + j) * sz.spine_up + k)
+                    Link(names.spine(b * sb + j), port(sz.spine_down + k, sz.up_speed),
+                         names.core(j * sz.cores_per_group + g2), port(b * lpc + link, sz.up_speed), "compute",
+                         "spine-core", sz.up_speed, slot=(b * sb + j) * sz.spine_up + k)
                 )
 
 
@@ -302,11 +342,11 @@ def _compute_tiers(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -> l
     spines_built = sum(1 for d in devices if d.role == "spine")
     spine_down = sz.spine_down if sz.tiers == 3 else sz.radix
     tiers = [
-        Tier("compute", "leaf", spec.scalable_units * sz.rails, sz.slots, sz.up, model, sz.speed),
-        Tier("compute", "spine", spines_built, spine_down, sz.spine_up, model, sz.speed),
+        Tier("compute", "leaf", spec.scalable_units * sz.rails, sz.slots, sz.up, model, sz.speed, sz.up_speed),
+        Tier("compute", "spine", spines_built, spine_down, sz.spine_up, model, sz.up_speed),
     ]
     if sz.tiers == 3:
-        tiers.append(Tier("compute", "core", sz.cores, sz.radix, 0, model, sz.speed))
+        tiers.append(Tier("compute", "core", sz.cores, sz.radix, 0, model, sz.up_speed))
     return tiers
 
 
@@ -338,7 +378,9 @@ def storage_fabric(
     sw = cat.switches[sf.switch_model]
     server = cat.appliances[sf.server_model]
     speed = node.storage_nic_speed_gbps
-    radix = switch_speed(sw, speed, "storage_fabric.switch_model", sf.switch_model)
+    switch_speed(sw, speed, "storage_fabric.switch_model", sf.switch_model)
+    trunk = trunk_speed(sw, sw)
+    radix = sw.radix(trunk)  # uplink and spine ports, unsplit
     if sf.storage_servers and server.storage_speed_gbps != speed:
         raise SpecError(
             "storage_fabric.server_model",
@@ -346,13 +388,20 @@ def storage_fabric(
         )
     ppn = len(node.storage_nics)
     down_cap, up = split_ports(
-        radix, sf.oversubscription, spec.nodes_per_su * ppn, "storage_fabric.oversubscription", "nodes_per_su"
+        sw, speed, trunk, sf.oversubscription, spec.nodes_per_su * ppn, "storage_fabric.oversubscription",
+        "nodes_per_su", at_least=sf.min_spines,
     )
-    # Server leaves run 1:1; servers spread evenly, so every server leaf has the same uplinks.
-    server_ports = sf.storage_servers * server.storage_ports
-    server_leaves = ceil(server_ports / (radix // 2))
-    server_down = ceil(server_ports / server_leaves) if server_leaves else 0
-    uplinks = [up] * spec.max_su + [server_down] * server_leaves
+    # Server leaves run 1:1 and come in groups of one leaf per server port (a leaf pair for
+    # dual-port servers): port p of every server in a group lands on the group's leaf p, so a
+    # server keeps its storage when a leaf fails. Servers spread evenly over the groups, and
+    # every server leaf provisions the same ports, so each has the same uplinks.
+    group = server.storage_ports
+    per_leaf = _most_down(sw, speed, trunk, 1, 1)
+    groups = ceil(sf.storage_servers / per_leaf) if group else 0
+    server_leaves = groups * group
+    server_down = ceil(sf.storage_servers / groups) if groups else 0
+    server_up = ceil(server_down * speed / trunk / sf.min_spines) * sf.min_spines if groups else 0
+    uplinks = [up] * spec.max_su + [server_up] * server_leaves
     spines = _two_tier_spines(uplinks, radix, sf.min_spines, "storage_fabric")
     port = sw.port
     devices: list[Device] = []
@@ -376,7 +425,7 @@ def storage_fabric(
                         names.node(su, n),
                         nic.netdev(sw.kind),
                         leaf,
-                        port((n - 1) * ppn + p, speed),
+                        sw.port((n - 1) * ppn + p, speed),
                         "storage",
                         "node-storage_leaf",
                         speed,
@@ -388,51 +437,51 @@ def storage_fabric(
             links.append(
                 Link(
                     leaf,
-                    port(down_cap + j, speed),
+                    port(down_cap + j, trunk),
                     spine_names[s],
-                    port((su - 1) * lps + link, speed),
+                    port((su - 1) * lps + link, trunk),
                     "storage",
                     "storage_leaf-storage_spine",
-                    speed,
+                    trunk,
                     slot=(su - 1) * up + j,
                 )
             )
 
-    slps = server_down // spines
+    slps = server_up // spines
     base = spec.max_su * lps
     for i in range(server_leaves):
         leaf = Names.numbered("storage-leaf", i, server_leaves)
         dev(leaf, "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units, spec.max_su + i)
-        for j in range(server_down):
+        for j in range(server_up):
             s, link = divmod(j, slps)
             links.append(
                 Link(
                     leaf,
-                    port(radix - server_down + j, speed),
+                    port(radix - server_up + j, trunk),
                     spine_names[s],
-                    port(base + i * slps + link, speed),
+                    port(base + i * slps + link, trunk),
                     "storage",
                     "storage_leaf-storage_spine",
-                    speed,
-                    slot=spec.max_su * up + i * server_down + j,
+                    trunk,
+                    slot=spec.max_su * up + i * server_up + j,
                 )
             )
+    per_group = server_down
     for i in range(sf.storage_servers):
         name = Names.numbered("storage", i, sf.storage_servers)
         dev(name, "storage_server", sf.server_model, server.power_kw, server.rack_units, i)
+        g, leaf_port = divmod(i, per_group)
         for p in range(server.storage_ports):
-            k = i * server.storage_ports + p
-            leaf_i, leaf_port = divmod(k, server_down)
             links.append(
                 Link(
                     name,
                     server.port(p),
-                    Names.numbered("storage-leaf", leaf_i, server_leaves),
-                    port(leaf_port, speed),
+                    Names.numbered("storage-leaf", g * group + p, server_leaves),
+                    sw.port(leaf_port, speed),
                     "storage",
                     "server-storage_leaf",
                     speed,
-                    slot=k,
+                    slot=i * server.storage_ports + p,
                 )
             )
     tiers = [
@@ -444,8 +493,9 @@ def storage_fabric(
             up,
             sf.switch_model,
             speed,
+            trunk,
         ),
-        Tier("storage", "storage_spine", spines, radix, 0, sf.switch_model, speed),
+        Tier("storage", "storage_spine", spines, radix, 0, sf.switch_model, trunk),
     ]
     return devices, links, tiers
 
@@ -486,21 +536,31 @@ def inband_fabric(
     core_sw = cat.switches[core_key]
     mgmt = cat.appliances[ib.mgmt_node_model]
     speed = node.inband_nic_speed_gbps
-    radix = switch_speed(sw, speed, "management.inband.switch_model", ib.switch_model)
+    switch_speed(sw, speed, "management.inband.switch_model", ib.switch_model)
     core_radix = switch_speed(core_sw, speed, "management.inband.core_switch_model", core_key)
+    # Host ports follow the NIC; uplinks and peer links run unsplit (the slower model's speed).
+    up_speed = trunk_speed(sw, core_sw)
+    switch_speed(core_sw, up_speed, "management.inband.core_switch_model", core_key)
+    peer_speed, core_peer_speed = sw.native_gbps, core_sw.native_gbps
     sides = len(node.inband_nics)
-    # MLAG pairs the two switches of an SU with peer-link cables just below the uplinks.
+    # MLAG pairs the two switches of an SU with peer-link cables in the cages just below the uplinks.
     peer_links = ib.peer_links if ib.pairing == "mlag" and sides == 2 else 0
-    if spec.nodes_per_su + ib.uplinks_per_switch + peer_links > radix:
+    up_cages = ceil(ib.uplinks_per_switch / sw.lanes[up_speed])
+    peer_cages = ceil(peer_links / sw.lanes[peer_speed])
+    if ceil(spec.nodes_per_su / sw.lanes[speed]) + up_cages + peer_cages > sw.cages:
         raise SpecError(
             "management.inband.uplinks_per_switch",
             f"{spec.nodes_per_su} nodes + {ib.uplinks_per_switch} uplinks + {peer_links} MLAG peer links exceed "
-            f"{ib.switch_model}'s {radix} ports at {speed}G",
+            f"{ib.switch_model}'s {sw.cages} cages ({speed}G host ports, {up_speed}G uplinks)",
         )
+    first_up = sw.radix(up_speed) - ib.uplinks_per_switch
+    first_peer = (sw.cages - up_cages) * sw.lanes[peer_speed] - peer_links
     mgmt_ports = ib.mgmt_nodes * mgmt.inband_ports
     uplinks = [ib.uplinks_per_switch] * (spec.max_su * sides)
-    # the cores pair up like the SU switches: the mgmt nodes' bonds span them
-    cores = _inband_cores(uplinks, core_radix - peer_links, mgmt_ports, ib.min_core_switches)
+    # the cores pair up like the SU switches: the mgmt nodes' bonds span them; a peer link takes
+    # a whole cage's worth of uplink-speed ports
+    peer_units = peer_links * core_sw.lanes[up_speed] // core_sw.lanes[core_peer_speed]
+    cores = _inband_cores(uplinks, core_sw.radix(up_speed) - peer_units, mgmt_ports, ib.min_core_switches)
     if peer_links and cores != 2:
         raise SpecError(
             "management.inband.pairing",
@@ -514,6 +574,14 @@ def inband_fabric(
     ]
     links: list[Link] = []
     lpc = ib.uplinks_per_switch // cores
+    switches_max = spec.max_su * sides
+
+    def core_port(g: int, link: int) -> int:
+        # A core cage broken out to slower switches gives its legs to different switches.
+        if core_sw.lanes[up_speed] > core_sw.lanes[core_peer_speed]:
+            return link * switches_max + g
+        return g * lpc + link
+
     for su in range(1, spec.scalable_units + 1):
         slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0)
         for side in range(sides):
@@ -548,25 +616,24 @@ def inband_fabric(
                 links.append(
                     Link(
                         sw_name,
-                        port(radix - ib.uplinks_per_switch + j, speed),
+                        port(first_up + j, up_speed),
                         core_names[c],
-                        core_sw.port(g * lpc + link, speed),
+                        core_sw.port(core_port(g, link), up_speed),
                         "inband",
                         "inband-core",
-                        speed,
+                        up_speed,
                     )
                 )
-        first_peer_port = radix - ib.uplinks_per_switch - peer_links
         for k in range(peer_links):
             links.append(
                 Link(
                     names.inband(su, 0),
-                    port(first_peer_port + k, speed),
+                    port(first_peer + k, peer_speed),
                     names.inband(su, 1),
-                    port(first_peer_port + k, speed),
+                    port(first_peer + k, peer_speed),
                     "inband",
                     "inband-peer",
-                    speed,
+                    peer_speed,
                     slot=(su - 1) * peer_links + k,
                 )
             )
@@ -588,11 +655,11 @@ def inband_fabric(
                     speed,
                 )
             )
-    top = ceil(mgmt_ports / cores)  # core ports the mgmt nodes take from the top down
+    top = ceil(ceil(mgmt_ports / cores) / core_sw.lanes[speed])  # cages the mgmt nodes take from the top down
     for k in range(peer_links):
-        core_port = core_sw.port(core_radix - 1 - top - k, speed)
+        peer_port = core_sw.port((core_sw.cages - top) * core_sw.lanes[core_peer_speed] - 1 - k, core_peer_speed)
         links.append(
-            Link(core_names[0], core_port, core_names[1], core_port, "inband", "inband-peer", speed,
+            Link(core_names[0], peer_port, core_names[1], peer_port, "inband", "inband-peer", core_peer_speed,
                  slot=spec.max_su * peer_links + k)
         )
     tiers = [
@@ -604,7 +671,8 @@ def inband_fabric(
             ib.uplinks_per_switch,
             ib.switch_model,
             speed,
+            up_speed,
         ),
-        Tier("inband", "inband_core", cores, core_radix, 0, core_key, speed),
+        Tier("inband", "inband_core", cores, core_sw.radix(up_speed), 0, core_key, up_speed),
     ]
     return devices, links, tiers

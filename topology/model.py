@@ -87,7 +87,17 @@ class Tier:
     down_ports: int
     up_ports: int
     model: str
-    speed_gbps: int
+    speed_gbps: int  # its down ports
+    up_speed_gbps: int = 0  # its uplinks (switch-to-switch, the cage's native speed); 0: as speed_gbps
+
+    @property
+    def down_gbps(self) -> int:
+        return self.down_ports * self.speed_gbps
+
+    @property
+    def up_gbps(self) -> int:
+        """Oversubscription is down_gbps : up_gbps (bandwidth, not ports)."""
+        return self.up_ports * (self.up_speed_gbps or self.speed_gbps)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,115 @@
+"""Switch-to-switch links at the cage's native speed, oversubscription as bandwidth (issue 15
+item 5); storage servers on a leaf pair (item 3); the UFM high-availability pair (item 13)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+import netaddr
+import pytest
+
+from tests.conftest import spec_with, stack_layout
+from tests.invariants import check_all, check_switch_links
+from topology.build import build
+from topology.errors import SpecError
+from topology.render.summary import summary
+
+
+def _sn5600(sus: int, **changes):
+    """SUs of 64 nodes on SN5600 leaves and spines (storage on SN5600, in-band on SN5400 to fit 64 nodes)."""
+    base = {"scalable_units": sus, "max_scalable_units": sus, "nodes_per_su": 64,
+            "compute_fabric": {"switch_model": "sn5600"}, "racks": {"racks_per_row": 20},
+            "storage_fabric": {"switch_model": "sn5600"},
+            "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5400",
+                                      "uplinks_per_switch": 2}}}  # 2 x 400G: 64 SUs' switches fit one core pair
+    return spec_with("roce-1k", **{**base, **changes})
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"])
+def test_examples_run_switch_links_at_native_speed(stack):
+    check_switch_links(stack_layout(stack))
+
+
+def test_sn5600_uplinks_are_800g_cages_not_breakout_halves():
+    layout = build(_sn5600(1))
+    ups = [lk for lk in layout.links if lk.tier == "leaf-spine"]
+    assert {lk.speed_gbps for lk in ups} == {800}
+    # no "swp49s0/s1 -> spine-01 swp1s0/s1": every uplink an unsplit cage, at both ends
+    assert all("s" not in lk.a_port[3:] and "s" not in lk.b_port[3:] for lk in ups), ups[:2]
+    # host ports still follow the NIC: 400G halves of the leaf's bottom cages
+    downs = [lk for lk in layout.links if lk.tier == "node-leaf"]
+    assert {lk.speed_gbps for lk in downs} == {400} and downs[0].b_port == "swp1s0" and downs[1].b_port == "swp1s0"
+    check_switch_links(layout)
+
+
+def test_oversubscription_is_bandwidth_not_ports():
+    layout = build(_sn5600(1))
+    leaf = next(t for t in layout.tiers if t.role == "leaf")
+    # 64 x 400G down : 32 x 800G up is 1:1 (a port ratio would have asked for 64 uplinks)
+    assert (leaf.down_ports, leaf.up_ports, leaf.up_speed_gbps) == (64, 32, 800)
+    assert leaf.down_gbps == leaf.up_gbps
+    assert summary(layout)["oversubscription"]["leaf"] == "1:1"
+    two = build(_sn5600(1, compute_fabric={"switch_model": "sn5600", "oversubscription": "2:1"}))
+    assert next(t for t in two.tiers if t.role == "leaf").up_ports == 16
+    # storage at the seed's 4:1: 32 nodes x 2 x 200G down, 8 x 400G up
+    storage = next(t for t in stack_layout("roce-1k").tiers if t.role == "storage_leaf")
+    assert (storage.up_ports, storage.up_speed_gbps) == (8, 400) and storage.down_gbps == 4 * storage.up_gbps
+
+
+# NVIDIA DGX SuperPOD B300 with Spectrum-X (RA, "Larger DGX SuperPOD component counts"): SUs of
+# 64 nodes, SN5600 leaves with 64 x 400G down and 32 x 800G up, twin-planar. One plane is a
+# single-plane pod of 8 x 400G nodes: half the table's leaves, spines and leaf-spine cables, and
+# the table's node-leaf count (its node cables are twin-port, one 400G leg per plane).
+# SUs -> (leaves, spines, node-leaf links, leaf-spine cables) of one plane.
+B300_SPECTRUM_X_PLANE = {1: (8, 4, 512, 256), 2: (16, 8, 1024, 512), 4: (32, 16, 2048, 1024),
+                         8: (64, 32, 4096, 2048)}
+
+
+@pytest.mark.parametrize("sus", sorted(B300_SPECTRUM_X_PLANE))
+def test_sn5600_pods_match_one_plane_of_nvidias_spectrum_x_ra(sus):
+    layout = build(_sn5600(sus))
+    roles = Counter(d.role for d in layout.devices)
+    tiers = Counter(lk.tier for lk in layout.links)
+    assert (roles["leaf"], roles["spine"], tiers["node-leaf"], tiers["leaf-spine"]) == B300_SPECTRUM_X_PLANE[sus]
+    assert layout.facts["tiers"] == 2
+    check_all(layout)
+
+
+def test_sixteen_sn5600_sus_need_a_core_tier():
+    """The RA's 16-SU row (64 spines a plane) has leaves that do not reach every spine; here every
+    leaf reaches every spine of its group equally, and 32 x 800G uplinks cannot reach 64 spines:
+    the pod is built in three tiers, all switch-to-switch links at 800G."""
+    layout = build(_sn5600(16))
+    assert layout.facts["tiers"] == 3 and layout.facts["gpus"] == 8192
+    assert {lk.speed_gbps for lk in layout.links if lk.tier in ("leaf-spine", "spine-core")} == {800}
+
+
+def test_spine_count_that_does_not_divide_names_one_that_does():
+    with pytest.raises(SpecError) as e:
+        build(spec_with("roce-1k", compute_fabric={"spine_count": 12}))
+    assert e.value.field == "compute_fabric.spine_count"
+    assert "16" in str(e.value)  # 12 does not divide 32 uplinks; 16 (or 32) does
+
+
+def test_uplinks_that_are_not_whole_ports_name_the_ratio():
+    with pytest.raises(SpecError) as e:
+        build(_sn5600(1, nodes_per_su=3))  # 3 x 400G = 1,200 Gb/s: 1.5 uplinks of 800G
+    assert e.value.field == "compute_fabric.oversubscription"
+
+
+def test_storage_servers_land_on_a_leaf_pair_routed_by_each_leaf():
+    layout = build(spec_with("roce-1k", storage_fabric={"storage_servers": 80}))  # two pairs of server leaves
+    leaves_of = defaultdict(set)
+    for lk in layout.links:
+        if lk.tier == "server-storage_leaf":
+            leaves_of[lk.a_device].add(lk.b_device)
+    assert len(leaves_of) == 80 and all(len(v) == 2 for v in leaves_of.values()), leaves_of
+    pairs = Counter(frozenset(v) for v in leaves_of.values())
+    assert len(pairs) == 2 and set(pairs.values()) == {40}
+    # each server address is in the subnet of the leaf it is cabled to, whose SVI is its gateway
+    leaf_of_port = {(lk.a_device, lk.a_port): lk.b_device for lk in layout.links if lk.tier == "server-storage_leaf"}
+    svi = {a.device: a for a in layout.addresses if a.interface == "vlan200"}
+    for a in layout.addresses:
+        if (a.device, a.interface) in leaf_of_port:
+            gw = svi[leaf_of_port[(a.device, a.interface)]]
+            assert a.network == gw.network and a.peer == str(netaddr.IPNetwork(gw.address).ip), a
