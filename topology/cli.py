@@ -141,17 +141,70 @@ def _load_either(ref: str, project_dir: Path) -> PodSpec:
         fail(e)
 
 
+NautobotOpt = Annotated[Optional[str], typer.Option("--nautobot", help="Nautobot URL, e.g. https://nautobot.example")]  # noqa: UP045
+TokenFileOpt = Annotated[Optional[Path], typer.Option("--token-file", help="file holding the API token (mode 0600)")]  # noqa: UP045
+
+
+def _publish_call(run, layout, url, token_file, **kw) -> int:
+    """Runs a Nautobot command; bad input and server errors become `error:` lines (exit 2)."""
+    from topology.publish.nautobot import NautobotError
+
+    if token_file is None:
+        fail(SpecError("--token-file", "required with --nautobot (a file holding the API token, mode 0600)"))
+    try:
+        return run(layout, url, token_file, console=console, **kw)
+    except SpecError as e:
+        fail(e)
+    except NautobotError as e:
+        fail(SpecError("--nautobot", str(e)))
+
+
+@app.command()
+def publish(
+    stack: StackOpt = None,
+    spec: SpecOpt = None,
+    project_dir: ProjectOpt = Path("."),
+    nautobot: Annotated[str, typer.Option("--nautobot", help="Nautobot URL")] = "",
+    token_file: TokenFileOpt = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="print what would change, write nothing")] = False,
+    prune: Annotated[bool, typer.Option("--prune", help="delete objects we made that the plan dropped")] = False,
+    limit: Annotated[int, typer.Option(help="changes listed per object type (0: all)")] = 0,
+) -> None:
+    """Publish the plan into Nautobot: locations, rack groups, racks, device types and roles, devices
+    at their units, interfaces, cables, namespace, prefixes, addresses, ASNs, SU/rail tags. Idempotent;
+    deletes only objects tagged `superpod`, and only with --prune."""
+    from topology.publish.commands import publish_plan
+
+    if not nautobot:
+        fail(SpecError("--nautobot", "required: the Nautobot URL"))
+    layout = layout_of(load(stack, spec, project_dir)[1])
+    raise typer.Exit(_publish_call(publish_plan, layout, nautobot, token_file, dry_run=dry_run, prune=prune,
+                                   limit=limit))
+
+
 @app.command()
 def diff(
     old: Annotated[str, typer.Argument(help="stack name or spec/stack file")],
-    new: Annotated[str, typer.Argument(help="stack name or spec/stack file")],
+    new: Annotated[Optional[str], typer.Argument(help="stack name or spec/stack file")] = None,  # noqa: UP045
     project_dir: ProjectOpt = Path("."),
     limit: Annotated[int, typer.Option(help="lines shown per list (0: all)")] = 20,
+    nautobot: NautobotOpt = None,
+    token_file: TokenFileOpt = None,
 ) -> None:
-    """List devices, cables and addresses added, removed or changed from OLD to NEW.
-    Exits 0 when the layouts are the same, 1 when they differ."""
+    """List devices, cables and addresses added, removed or changed from OLD to NEW (or, with
+    --nautobot, between the plan of OLD and what Nautobot holds). Exits 0 when they are the same,
+    1 when they differ."""
     from topology.diff import diff_layouts
 
+    if nautobot:
+        if new is not None:
+            fail(SpecError("NEW", "give one stack with --nautobot: its plan is compared with Nautobot"))
+        from topology.publish.commands import nautobot_diff
+
+        raise typer.Exit(_publish_call(nautobot_diff, layout_of(_load_either(old, project_dir)), nautobot,
+                                       token_file, limit=limit))
+    if new is None:
+        fail(SpecError("NEW", "missing: give OLD and NEW, or one stack with --nautobot URL"))
     changes = diff_layouts(layout_of(_load_either(old, project_dir)), layout_of(_load_either(new, project_dir)))
     any_change = False
     for what, c in changes.items():

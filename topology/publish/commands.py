@@ -1,0 +1,64 @@
+"""`superpod publish` and `superpod diff --nautobot`: run a sync and print what it found."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from topology.model import Layout
+from topology.publish.desired import desired_objects
+from topology.publish.nautobot import Nautobot, read_token
+from topology.publish.sync import Report, sync
+
+SIGNS = {"create": "+", "update": "~", "delete": "-", "conflict": "!"}
+
+
+def summary_table(report: Report, title: str) -> Table:
+    table = Table(title=title)
+    for col in ("object type", "create", "update", "delete", "conflict"):
+        table.add_column(col, justify="left" if col == "object type" else "right")
+    for kind, c in report.counts().items():
+        table.add_row(kind, *(str(c[a]) for a in ("create", "update", "delete", "conflict")))
+    return table
+
+
+def print_changes(report: Report, console: Console, limit: int) -> None:
+    for kind, changes in report.changes.items():
+        shown = changes if limit == 0 else changes[:limit]
+        for ch in shown:
+            console.print(f"  {SIGNS[ch.action]} {kind} {ch.key}" + (f": {ch.detail}" if ch.detail else ""),
+                          highlight=False, markup=False)
+        if len(changes) > len(shown):
+            console.print(f"  … {len(changes) - len(shown)} more {kind}", highlight=False)
+
+
+def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, dry_run: bool, prune: bool,
+                 limit: int = 0) -> int:
+    desired = desired_objects(layout)
+    started = time.monotonic()
+    with Nautobot(url, read_token(token_file)) as client:
+        report = sync(client, desired, apply=not dry_run, prune=prune,
+                      progress=None if dry_run else lambda line: console.print(f"  {line}", highlight=False))
+    verb = "would change" if dry_run else "changed"
+    console.print(summary_table(report, f"{desired.site} -> {url}: {verb}"))
+    if dry_run or limit:
+        print_changes(report, console, limit)
+    console.print(f"{report.total} changes ({'dry run' if dry_run else 'applied'}), {report.requests} requests, "
+                  f"{time.monotonic() - started:.1f} s", highlight=False)
+    conflicts = sum(c["conflict"] for c in report.counts().values())
+    return 1 if conflicts and not dry_run else 0
+
+
+def nautobot_diff(layout: Layout, url: str, token_file: Path, console: Console, limit: int = 20) -> int:
+    desired = desired_objects(layout)
+    with Nautobot(url, read_token(token_file)) as client:
+        report = sync(client, desired, apply=False, prune=False)
+    if not report.total:
+        console.print(f"{desired.site}: Nautobot matches the plan", highlight=False)
+        return 0
+    console.print(summary_table(report, f"{desired.site}: plan vs {url}"))
+    print_changes(report, console, limit)
+    return 1

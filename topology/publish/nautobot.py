@@ -1,0 +1,108 @@
+"""A small Nautobot REST client: paged reads and bulk writes (lists on POST/PATCH/DELETE).
+
+The token is read from a file that only its owner may read; it lives in the HTTP client's
+headers and nowhere else (never printed, logged, or written to an artifact)."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterable
+from pathlib import Path
+
+import httpx
+
+from topology.errors import SpecError
+
+CHUNK = 250  # objects per bulk request: big enough to be quick, small enough for one transaction
+
+
+class NautobotError(RuntimeError):
+    pass
+
+
+def read_token(path: Path) -> str:
+    """The token from `path`, refusing a file that group or others may read (like ssh does)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise SpecError("--token-file", f"cannot read {path}: {e.strerror}") from None
+    if not stat.S_ISREG(st.st_mode):
+        raise SpecError("--token-file", f"{path} is not a file")
+    if st.st_mode & 0o077:
+        raise SpecError("--token-file", f"{path} must not be readable by group or others "
+                                        f"(mode {stat.S_IMODE(st.st_mode):04o}; chmod 600)")
+    token = Path(path).read_text(encoding="utf-8").strip()
+    if not token or any(c.isspace() for c in token):
+        raise SpecError("--token-file", f"{path} must hold one token on one line")
+    return token
+
+
+class Nautobot:
+    def __init__(self, url: str, token: str, timeout: float = 600.0, page: int = 1000, chunk: int = CHUNK):
+        if not url.startswith(("http://", "https://")):
+            raise SpecError("--nautobot", "must be an http:// or https:// URL")
+        self.url = url.rstrip("/")
+        self.page = page
+        self.chunk = chunk
+        self.requests = 0
+        self._http = httpx.Client(
+            base_url=self.url + "/api/",
+            headers={"Authorization": f"Token {token}", "Accept": "application/json"},
+            timeout=timeout,
+        )
+
+    def __repr__(self) -> str:  # never shows the token
+        return f"Nautobot({self.url!r})"
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> Nautobot:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _call(self, method: str, endpoint: str, **kw) -> httpx.Response:
+        self.requests += 1
+        try:
+            r = self._http.request(method, endpoint, **kw)
+        except httpx.HTTPError as e:
+            raise NautobotError(f"{method} {endpoint}: {e}") from None
+        if r.status_code >= 400:
+            raise NautobotError(f"{method} {endpoint}: HTTP {r.status_code}: {r.text[:2000]}")
+        return r
+
+    def version(self) -> str:
+        return str(self._call("GET", "status/").json().get("nautobot-version", ""))
+
+    def list(self, endpoint: str, **params) -> list[dict]:
+        out: list[dict] = []
+        offset = 0
+        while True:
+            body = self._call("GET", endpoint, params={**params, "limit": self.page, "offset": offset}).json()
+            out += body["results"]
+            if not body.get("next"):
+                return out
+            offset += self.page
+
+    def _chunks(self, items: list) -> Iterable[list]:
+        for i in range(0, len(items), self.chunk):
+            yield items[i:i + self.chunk]
+
+    def create(self, endpoint: str, objects: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        for part in self._chunks(objects):
+            out += self._call("POST", endpoint, json=part).json()
+        return out
+
+    def update(self, endpoint: str, objects: list[dict]) -> list[dict]:
+        out: list[dict] = []
+        for part in self._chunks(objects):
+            out += self._call("PATCH", endpoint, json=part).json()
+        return out
+
+    def delete(self, endpoint: str, ids: list[str]) -> None:
+        for part in self._chunks(ids):
+            self._call("DELETE", endpoint, json=[{"id": i} for i in part])

@@ -1,0 +1,414 @@
+"""The difference between the plan's objects and what Nautobot holds, and applying it in bulk.
+
+Each object type is one `Kind`: how to read it (endpoint, natural key, the fields we manage, in
+names rather than ids), what the plan wants, and how to write it (ids resolved from what was read
+or just created). Types go parents first, so a child is written once its parent has an id.
+Ownership: what we create carries the `superpod` tag; only tagged objects are ever deleted, and
+only with prune. Tags someone added by hand are kept; an object we did not create is never given
+our tag (so it never becomes ours to delete)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable
+from dataclasses import dataclass, field
+
+from topology.publish.desired import OWNER_TAG, ROLE_COLORS, Desired
+from topology.publish.nautobot import Nautobot
+
+ASN_FIELD = "superpod_asn"  # plain Nautobot has no ASN model: a device custom field holds it
+LOCATION_TYPE = "Site"
+TAGGED = ["dcim.location", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable", "ipam.prefix", "ipam.ipaddress"]
+LOCATED = ["dcim.device", "dcim.rack", "dcim.rackgroup"]
+PLANNED, ACTIVE = "Planned", "Active"
+
+
+@dataclass(frozen=True)
+class Change:
+    action: str  # create, update, delete, conflict
+    key: str
+    detail: str = ""
+
+
+@dataclass
+class Report:
+    changes: dict[str, list[Change]] = field(default_factory=dict)
+    requests: int = 0
+
+    def add(self, kind: str, change: Change) -> None:
+        self.changes.setdefault(kind, []).append(change)
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        out: dict[str, dict[str, int]] = {}
+        for kind, changes in self.changes.items():
+            c = out.setdefault(kind, {"create": 0, "update": 0, "delete": 0, "conflict": 0})
+            for ch in changes:
+                c[ch.action] += 1
+        return out
+
+    @property
+    def total(self) -> int:
+        return sum(len(v) for v in self.changes.values())
+
+
+@dataclass
+class Ctx:
+    desired: Desired
+    ids: dict[str, dict] = field(default_factory=dict)  # kind -> natural key -> id
+    keys: dict[str, dict] = field(default_factory=dict)  # kind -> id -> natural key
+    owned: dict[str, set] = field(default_factory=dict)  # kind -> ids carrying our tag
+
+    def remember(self, kind: str, key: Hashable, obj_id: str, owned: bool) -> None:
+        self.ids.setdefault(kind, {})[key] = obj_id
+        self.keys.setdefault(kind, {})[obj_id] = key
+        if owned:
+            self.owned.setdefault(kind, set()).add(obj_id)
+
+    def name(self, kind: str, ref) -> Hashable | None:
+        """The natural key of a related object as the API gives it ({"id": ...} or null)."""
+        return None if not ref else self.keys.get(kind, {}).get(ref["id"] if isinstance(ref, dict) else ref)
+
+    def id(self, kind: str, key: Hashable) -> str | None:
+        return None if key is None else self.ids.get(kind, {}).get(key)
+
+    def tag_names(self, obj: dict) -> frozenset[str]:
+        return frozenset(self.name("tags", t) for t in obj.get("tags") or ())
+
+    def tag_ids(self, names) -> list[str]:
+        return [self.ids["tags"][n] for n in sorted(names)]
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    endpoint: str
+    key: Callable[[dict, Ctx], Hashable | None]  # existing object -> natural key (None: not ours to look at)
+    fields: Callable[[dict, Ctx], dict]  # existing object -> the managed fields, by name
+    want: Callable[[Ctx], dict]  # natural key -> managed fields
+    body: Callable[[Hashable, dict, Ctx], dict]  # natural key + fields -> API body
+    params: Callable[[Ctx], dict | None] = lambda ctx: {}  # list filters; None: nothing can exist yet
+    prunable: bool = True  # taggable and scoped to this pod: ours may be deleted
+    label: Callable[[Hashable], str] = str
+
+
+def _same(want, have) -> bool:
+    if isinstance(want, (set, frozenset)):  # tags, content types: ours must be there, others may be too
+        return set(want) <= set(have or ())
+    if isinstance(want, dict):
+        return all(_same(v, (have or {}).get(k)) for k, v in want.items())
+    if isinstance(want, float) or isinstance(have, float):
+        return have is not None and want is not None and abs(float(want) - float(have)) < 1e-6
+    return want == have
+
+
+def _differences(want: dict, have: dict) -> dict[str, tuple]:
+    return {k: (have.get(k), v) for k, v in want.items() if not _same(v, have.get(k))}
+
+
+def _show(v) -> str:
+    if isinstance(v, (set, frozenset)):
+        return "{" + ",".join(sorted(map(str, v))) + "}"
+    return str(v)
+
+
+# ---- the object types, parents first ------------------------------------------------------------
+
+def _choice(v):
+    """A choice field as the API gives it: {"value": ..., "label": ...} or the bare value."""
+    return v.get("value") if isinstance(v, dict) else v
+
+
+def _tags(obj, ctx):
+    return ctx.tag_names(obj)
+
+
+def _content_types(obj):
+    return frozenset(obj.get("content_types") or ())
+
+
+def kinds() -> list[Kind]:
+    d_site = lambda ctx: ctx.desired.site  # noqa: E731
+    return [
+        Kind("tags", "extras/tags/", key=lambda o, c: o["name"],
+             fields=lambda o, c: {"content_types": _content_types(o)},
+             want=lambda c: {t: {"content_types": frozenset(TAGGED)} for t in c.desired.tags},
+             body=lambda k, f, c: {"name": k, "content_types": sorted(f["content_types"])}, prunable=False),
+        Kind("custom_fields", "extras/custom-fields/", key=lambda o, c: o["key"],
+             fields=lambda o, c: {"type": _choice(o.get("type")), "content_types": _content_types(o)},
+             want=lambda c: {ASN_FIELD: {"type": "integer", "content_types": frozenset({"dcim.device"})}},
+             body=lambda k, f, c: {"key": k, "label": "ASN", "type": f["type"],
+                                   "content_types": sorted(f["content_types"]),
+                                   "description": "BGP ASN from the superpod plan"}, prunable=False),
+        Kind("statuses", "extras/statuses/", key=lambda o, c: o["name"], fields=lambda o, c: {},
+             want=lambda c: {}, body=lambda k, f, c: {}, prunable=False),
+        Kind("location_types", "dcim/location-types/", key=lambda o, c: o["name"],
+             fields=lambda o, c: {"content_types": _content_types(o)},
+             want=lambda c: {LOCATION_TYPE: {"content_types": frozenset(LOCATED)}},
+             body=lambda k, f, c: {"name": k, "content_types": sorted(f["content_types"]), "nestable": True},
+             prunable=False),
+        Kind("locations", "dcim/locations/", key=lambda o, c: o["name"],
+             fields=lambda o, c: {"location_type": c.name("location_types", o["location_type"]),
+                                  "status": c.name("statuses", o["status"]), "tags": _tags(o, c)},
+             want=lambda c: {d_site(c): {"location_type": LOCATION_TYPE, "status": PLANNED,
+                                         "tags": frozenset({OWNER_TAG})}},
+             body=lambda k, f, c: {"name": k, "location_type": c.id("location_types", f["location_type"]),
+                                   "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])}),
+        Kind("rack_groups", "dcim/rack-groups/", key=lambda o, c: (c.name("locations", o["location"]), o["name"]),
+             fields=lambda o, c: {},
+             want=lambda c: {(d_site(c), row): {} for row in c.desired.rows},
+             body=lambda k, f, c: {"name": k[1], "location": c.id("locations", k[0])},
+             label=lambda k: k[1]),
+        Kind("racks", "dcim/racks/", key=lambda o, c: (c.name("locations", o["location"]), o["name"]),
+             fields=lambda o, c: {"rack_group": c.name("rack_groups", o["rack_group"]), "u_height": o["u_height"],
+                                  "status": c.name("statuses", o["status"]), "tags": _tags(o, c)},
+             want=lambda c: {(d_site(c), r.name): {"rack_group": (d_site(c), r.row), "u_height": r.u_height,
+                                                   "status": PLANNED, "tags": frozenset(r.tags)}
+                             for r in c.desired.racks},
+             body=lambda k, f, c: {"name": k[1], "location": c.id("locations", k[0]), "u_height": f["u_height"],
+                                   "rack_group": c.id("rack_groups", f["rack_group"]),
+                                   "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])},
+             label=lambda k: k[1]),
+        Kind("manufacturers", "dcim/manufacturers/", key=lambda o, c: o["name"], fields=lambda o, c: {},
+             want=lambda c: {m: {} for m in c.desired.manufacturers}, body=lambda k, f, c: {"name": k},
+             prunable=False),
+        Kind("device_types", "dcim/device-types/", key=lambda o, c: o["model"],
+             fields=lambda o, c: {"manufacturer": c.name("manufacturers", o["manufacturer"]),
+                                  "u_height": o["u_height"], "comments": o.get("comments", "")},
+             want=lambda c: {t.model: {"manufacturer": t.manufacturer, "u_height": t.u_height,
+                                       "comments": t.description} for t in c.desired.device_types},
+             body=lambda k, f, c: {"model": k, "manufacturer": c.id("manufacturers", f["manufacturer"]),
+                                   "u_height": f["u_height"], "comments": f["comments"]}, prunable=False),
+        Kind("roles", "extras/roles/", key=lambda o, c: o["name"],
+             fields=lambda o, c: {"content_types": _content_types(o)},
+             want=lambda c: {r: {"content_types": frozenset({"dcim.device"})} for r in c.desired.roles},
+             body=lambda k, f, c: {"name": k, "content_types": sorted(f["content_types"]),
+                                   "color": ROLE_COLORS.get(k, "607d8b")}, prunable=False),
+        Kind("devices", "dcim/devices/", key=lambda o, c: o["name"], fields=_device_fields, want=_want_devices,
+             body=_device_body, params=lambda c: _in_site(c)),
+        Kind("interfaces", "dcim/interfaces/", key=lambda o, c: (c.name("devices", o["device"]), o["name"])
+             if c.name("devices", o["device"]) else None, params=lambda c: _in_site(c),
+             fields=lambda o, c: {"type": _choice(o.get("type")), "speed": o.get("speed"),
+                                  "mgmt_only": o["mgmt_only"], "status": c.name("statuses", o["status"]),
+                                  "tags": _tags(o, c)},
+             want=lambda c: {(i.device, i.name): {"type": i.type, "speed": i.speed_kbps, "mgmt_only": i.mgmt_only,
+                                                  "status": PLANNED, "tags": frozenset({OWNER_TAG})}
+                             for i in c.desired.interfaces},
+             body=lambda k, f, c: {"device": c.id("devices", k[0]), "name": k[1], "type": f["type"],
+                                   "speed": f["speed"], "mgmt_only": f["mgmt_only"],
+                                   "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])},
+             label=lambda k: f"{k[0]}:{k[1]}"),
+        Kind("cables", "dcim/cables/", key=_cable_key, fields=_cable_fields, want=_want_cables, body=_cable_body),
+        Kind("namespaces", "ipam/namespaces/", key=lambda o, c: o["name"], fields=lambda o, c: {},
+             want=lambda c: {d_site(c): {}},
+             body=lambda k, f, c: {"name": k, "description": "addresses of the pod, from the superpod plan"},
+             prunable=False),
+        Kind("prefixes", "ipam/prefixes/", key=lambda o, c: o["prefix"],
+             fields=lambda o, c: {"type": _choice(o.get("type")), "description": o.get("description"),
+                                  "status": c.name("statuses", o["status"]), "tags": _tags(o, c)},
+             want=lambda c: {p.prefix: {"type": p.kind, "description": p.pool, "status": ACTIVE,
+                                        "tags": frozenset({OWNER_TAG})} for p in c.desired.prefixes},
+             body=lambda k, f, c: {"prefix": k, "namespace": c.id("namespaces", c.desired.site), "type": f["type"],
+                                   "description": f["description"], "status": c.id("statuses", f["status"]),
+                                   "tags": c.tag_ids(f["tags"])},
+             params=lambda c: {"namespace": c.id("namespaces", c.desired.site)} if c.id(
+                 "namespaces", c.desired.site) else None),
+        Kind("ip_addresses", "ipam/ip-addresses/", key=lambda o, c: o["address"],
+             fields=lambda o, c: {"type": _choice(o.get("type")), "description": o.get("description"),
+                                  "status": c.name("statuses", o["status"]), "tags": _tags(o, c)},
+             want=lambda c: {a.address: {"type": "host", "description": a.pool, "status": ACTIVE,
+                                         "tags": frozenset({OWNER_TAG})} for a in c.desired.addresses},
+             body=lambda k, f, c: {"address": k, "namespace": c.id("namespaces", c.desired.site), "type": f["type"],
+                                   "description": f["description"], "status": c.id("statuses", f["status"]),
+                                   "tags": c.tag_ids(f["tags"])},
+             params=lambda c: {"namespace": c.id("namespaces", c.desired.site)} if c.id(
+                 "namespaces", c.desired.site) else None),
+        Kind("ip_assignments", "ipam/ip-address-to-interface/", key=_assignment_key, fields=lambda o, c: {},
+             want=lambda c: {(a.address, dev, ifname): {} for a in c.desired.addresses for dev, ifname in a.interfaces},
+             body=lambda k, f, c: {"ip_address": c.id("ip_addresses", k[0]), "interface": c.id("interfaces", k[1:])},
+             label=lambda k: f"{k[0]} on {k[1]}:{k[2]}"),
+    ]
+
+
+def _in_site(c: Ctx) -> dict | None:
+    """This pod's location as a list filter (device names are unique per location, not globally)."""
+    site = c.id("locations", c.desired.site)
+    return {"location": site} if site else None
+
+
+def _device_fields(o, c) -> dict:
+    return {"device_type": c.name("device_types", o["device_type"]), "role": c.name("roles", o["role"]),
+            "location": c.name("locations", o["location"]), "rack": (c.name("racks", o["rack"]) or (None, None))[1],
+            "position": o.get("position"), "face": _choice(o.get("face")) or None,
+            "status": c.name("statuses", o["status"]), "tags": _tags(o, c),
+            "custom_fields": {ASN_FIELD: (o.get("custom_fields") or {}).get(ASN_FIELD)}}
+
+
+def _want_devices(c: Ctx) -> dict:
+    return {
+        d.name: {"device_type": d.device_type, "role": d.role, "location": c.desired.site, "rack": d.rack,
+                 "position": d.position, "face": "front" if d.position else None, "status": PLANNED,
+                 "tags": frozenset(d.tags), "custom_fields": {ASN_FIELD: d.asn}}
+        for d in c.desired.devices
+    }
+
+
+def _device_body(k, f, c) -> dict:
+    body = {"name": k, "device_type": c.id("device_types", f["device_type"]), "role": c.id("roles", f["role"]),
+            "location": c.id("locations", f["location"]), "rack": c.id("racks", (f["location"], f["rack"])),
+            "position": f["position"], "face": f["face"] or "", "status": c.id("statuses", f["status"]),
+            "tags": c.tag_ids(f["tags"]), "custom_fields": f["custom_fields"]}
+    return body
+
+
+def _ends(o, c) -> tuple | None:
+    ends = []
+    for side in ("a", "b"):
+        if o.get(f"termination_{side}_type") != "dcim.interface":
+            return None
+        ends.append(c.keys.get("interfaces", {}).get(o[f"termination_{side}_id"]))
+    return tuple(sorted(ends, key=str))
+
+
+def _cable_key(o, c):
+    """Our cables by their label (a re-cabled one keeps it, so diff names it); others by their ends."""
+    labels = c.ids.setdefault("_cable_labels", {lb: True for lb in (x.label for x in c.desired.cables)})
+    if o.get("label") in labels:
+        return o["label"]
+    ends = _ends(o, c)
+    if ends is None or all(e is None for e in ends):
+        return None  # between devices of no concern to this pod
+    return ("ends", ends)
+
+
+def _cable_fields(o, c) -> dict:
+    return {"ends": _ends(o, c), "type": _choice(o.get("type")) or None, "length": o.get("length"),
+            "status": c.name("statuses", o["status"]), "tags": _tags(o, c)}
+
+
+def _want_cables(c: Ctx) -> dict:
+    return {
+        x.label: {"ends": tuple(sorted([(x.a_device, x.a_interface), (x.b_device, x.b_interface)], key=str)),
+                  "type": x.type, "length": round(x.length_m * 100), "status": PLANNED, "tags": frozenset(x.tags)}
+        for x in c.desired.cables
+    }
+
+
+def _cable_body(k, f, c) -> dict:
+    (a, b) = f["ends"]
+    return {"termination_a_type": "dcim.interface", "termination_a_id": c.id("interfaces", a),
+            "termination_b_type": "dcim.interface", "termination_b_id": c.id("interfaces", b),
+            "type": f["type"], "length": f["length"], "length_unit": "cm", "label": k,  # lengths are integers
+            "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])}
+
+
+def _assignment_key(o, c):
+    ip = c.keys.get("ip_addresses", {}).get((o.get("ip_address") or {}).get("id"))
+    iface = c.keys.get("interfaces", {}).get((o.get("interface") or {}).get("id"))
+    return None if ip is None or iface is None else (ip, *iface)
+
+
+# ---- the engine ---------------------------------------------------------------------------------
+
+def _owner_scope(kind: Kind, obj: dict, ctx: Ctx) -> bool:
+    """May `obj` be pruned: it carries our tag (assignments: their address does) and is this pod's."""
+    if kind.name == "ip_assignments":
+        return (obj.get("ip_address") or {}).get("id") in ctx.owned.get("ip_addresses", set())
+    if OWNER_TAG not in ctx.tag_names(obj):
+        return False
+    site = ctx.desired.site
+    if kind.name == "locations":
+        return obj["name"] == site
+    if kind.name in ("rack_groups", "racks", "devices"):
+        return ctx.name("locations", obj.get("location")) == site
+    if kind.name == "interfaces":
+        return ctx.id("devices", ctx.name("devices", obj["device"])) in ctx.owned.get("devices", set())
+    return True  # cables (tagged, touching this pod), prefixes and addresses (this pod's namespace)
+
+
+def sync(client: Nautobot, desired: Desired, apply: bool = False, prune: bool = False,
+         progress: Callable[[str], None] | None = None) -> Report:
+    """Compare (and with apply, write) the plan's objects against Nautobot. Deletions of our
+    objects no longer in the plan are listed always and applied only with prune, children first."""
+    ctx = Ctx(desired)
+    report = Report()
+    deletions: list[tuple[Kind, list[str]]] = []
+    for kind in kinds():
+        params = kind.params(ctx)
+        existing = [] if params is None else client.list(kind.endpoint, **params)
+        have: dict = {}
+        for obj in existing:
+            key = kind.key(obj, ctx)
+            if key is not None:
+                have[key] = obj
+                ctx.remember(kind.name, key, obj["id"], OWNER_TAG in ctx.tag_names(obj))
+        want = kind.want(ctx)
+        creates, updates, recreate = [], [], []
+        for key, fields in want.items():
+            if key not in have:
+                creates.append(key)
+                report.add(kind.name, Change("create", kind.label(key)))
+                continue
+            diff = _differences(fields, kind.fields(have[key], ctx))
+            if not diff:
+                continue
+            detail = "; ".join(f"{k}: {_show(old)} -> {_show(new)}" for k, (old, new) in diff.items())
+            if "ends" in diff:  # Nautobot cannot move a cable's ends: ours is replaced, another's is left
+                if have[key]["id"] in ctx.owned.get(kind.name, set()):
+                    recreate.append(key)
+                    report.add(kind.name, Change("update", kind.label(key), detail))
+                else:
+                    report.add(kind.name, Change("conflict", kind.label(key), detail + " (not ours: left as is)"))
+                continue
+            updates.append((key, fields))
+            report.add(kind.name, Change("update", kind.label(key), detail))
+        stale = [key for key, obj in have.items() if key not in want and kind.prunable and _owner_scope(kind, obj, ctx)]
+        for key in stale:
+            report.add(kind.name, Change("delete", kind.label(key), "" if prune else "(needs --prune)"))
+        if prune and stale:
+            deletions.append((kind, [have[k]["id"] for k in stale]))
+        if not apply:
+            continue
+        if progress:
+            progress(f"{kind.name}: +{len(creates) + len(recreate)} ~{len(updates)}")
+        if recreate:
+            client.delete(kind.endpoint, [have[k]["id"] for k in recreate])
+            creates += recreate
+        if kind.name == "cables":
+            creates = _free_ends_only(creates, want, have, ctx, report)
+        if creates:
+            made = client.create(kind.endpoint, [kind.body(k, want[k], ctx) for k in creates])
+            for key, obj in zip(creates, made, strict=True):
+                ctx.remember(kind.name, key, obj["id"], True)
+        if updates:
+            client.update(kind.endpoint, [{"id": have[k]["id"], **_update_body(kind, k, f, have[k], ctx)}
+                                          for k, f in updates])
+    if apply:
+        for kind, ids in reversed(deletions):
+            client.delete(kind.endpoint, ids)
+    report.requests = client.requests
+    return report
+
+
+def _update_body(kind: Kind, key, fields: dict, obj: dict, ctx: Ctx) -> dict:
+    body = kind.body(key, fields, ctx)
+    if "tags" in fields:  # keep tags added by hand; never claim an object we did not create
+        tags = set(fields["tags"]) | set(ctx.tag_names(obj))
+        if OWNER_TAG not in ctx.tag_names(obj):
+            tags.discard(OWNER_TAG)
+        body["tags"] = ctx.tag_ids(tags)
+    for name in ("content_types",):
+        if name in fields:
+            body[name] = sorted(set(fields[name]) | set(obj.get(name) or ()))
+    return body
+
+
+def _free_ends_only(creates: list, want: dict, have: dict, ctx: Ctx, report: Report) -> list:
+    """A planned cable whose port already carries someone else's cable is reported, not forced."""
+    taken = {e for key, obj in have.items() if key not in creates for e in (_ends(obj, ctx) or ())}
+    out = []
+    for key in creates:
+        busy = [e for e in want[key]["ends"] if e in taken]
+        if busy:
+            report.add("cables", Change("conflict", str(key), f"port {busy[0][0]}:{busy[0][1]} has another cable"))
+        else:
+            out.append(key)
+    return out
