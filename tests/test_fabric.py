@@ -54,7 +54,7 @@ def test_nvidia_h100_reference_counts(sus):
     layout = build(spec_with("dgx-h100-ib", scalable_units=sus, max_scalable_units=sus))
     roles, tiers = counts(layout)
     nodes, leaves, spines, down_cables, up_cables = NVIDIA_H100_RA[sus]
-    assert roles["gpu_node"] == nodes and roles["ufm"] == 1
+    assert roles["gpu_node"] == nodes and roles["ufm"] == 2  # the RA's UFM HA pair, 2 links each
     assert roles["leaf"] == leaves and roles["spine"] == spines and roles["core"] == 0
     assert tiers["node-leaf"] + tiers["ufm-leaf"] == down_cables
     assert tiers["leaf-spine"] == up_cables

@@ -113,3 +113,36 @@ def test_storage_servers_land_on_a_leaf_pair_routed_by_each_leaf():
         if (a.device, a.interface) in leaf_of_port:
             gw = svi[leaf_of_port[(a.device, a.interface)]]
             assert a.network == gw.network and a.peer == str(netaddr.IPNetwork(gw.address).ip), a
+
+
+# NVIDIA DGX SuperPOD H100 RA (RA-11333): UFM runs as a high-availability pair (Table 7 lists four
+# UFM 3.1 appliances: a pair for the compute fabric, a pair for the storage fabric); the compute
+# fabric's "Compute and UFM" cables are the nodes' plus 4 (Table 4): the pair's 2 + 2 links, in
+# the node slot the UFM takes in SU 1, so the RA's node counts hold (test_fabric.py).
+def test_ufm_is_a_high_availability_pair_by_default():
+    layout = stack_layout("dgx-h100-ib")
+    ufms = sorted(d.name for d in layout.devices if d.role == "ufm")
+    assert ufms == ["ufm-01", "ufm-02"]
+    leaves = defaultdict(set)
+    for lk in layout.links:
+        if lk.tier == "ufm-leaf":
+            leaves[lk.a_device].add(lk.b_device)
+    assert sum(len(v) for v in leaves.values()) == 4 and not leaves["ufm-01"] & leaves["ufm-02"]
+    # both in SU 1's UFM slot, each has a BMC on the OOB network
+    assert all(layout.by_name[u].su == 1 for u in ufms)
+    oob = {lk.a_device for lk in layout.links if lk.tier == "device-oob"}
+    assert set(ufms) <= oob
+
+
+def test_a_single_ufm_is_a_choice():
+    layout = build(spec_with("dgx-h100-ib", compute_fabric={"ufm_appliances": 1}))
+    assert [d.name for d in layout.devices if d.role == "ufm"] == ["ufm-01"]
+    assert Counter(lk.tier for lk in layout.links)["ufm-leaf"] == 2
+
+
+def test_ipoib_subnets_get_no_gateway_nobody_owns():
+    layout = build(spec_with("dgx-h100-ib", addressing={"ipoib": True}))
+    rails = [a for a in layout.addresses if a.pool == "rails"]
+    assert rails
+    owned = {str(netaddr.IPNetwork(a.address).ip) for a in layout.addresses}
+    assert all(not a.peer or a.peer in owned for a in rails), [a for a in rails if a.peer][:2]

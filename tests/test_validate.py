@@ -182,7 +182,7 @@ def test_bad_input_exits_2_naming_the_file(lab_plan, tmp_path):
 
 
 # ---- InfiniBand: recorded ibnetdiscover output ---------------------------------------------------
-IB_SCOPE = (("compute",), ("su01-node0[1-4]", "su01-leaf-rail*", "ufm-01"))
+IB_SCOPE = (("compute",), ("su01-node0[1-4]", "su01-leaf-rail*", "ufm-0[12]"))
 
 
 @pytest.fixture(scope="module")
@@ -199,7 +199,7 @@ def ib_folder(tmp_path: Path, name: str) -> Path:
 def test_healthy_ib_fabric_is_all_correct(ib_plan, tmp_path):
     result, tasks, _ = validate(ib_plan, ib_folder(tmp_path, "healthy.ibnetdiscover"), *IB_SCOPE)
     assert result.all_correct and tasks == []
-    assert len(result.of("correct")) == 4 * 8 + 4  # node rails and UFM's four links
+    assert len(result.of("correct")) == 4 * 8 + 4  # node rails and the UFM pair's four links
 
 
 def test_miswired_ib_fabric_names_each_fault(ib_plan, tmp_path):

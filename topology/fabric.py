@@ -133,9 +133,11 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
                 "compute_fabric.fabric_manager", "a UFM appliance manages InfiniBand fabrics; use kind: infiniband"
             )
         ufm = cat.appliances[cf.ufm_model]
-        if ufm.fabric_links > node.rails:
+        if ufm.fabric_links * cf.ufm_appliances > node.rails:
             raise SpecError(
-                "compute_fabric.ufm_model", f"{ufm.fabric_links} UFM links but only {node.rails} rail leaves per SU"
+                "compute_fabric.ufm_appliances",
+                f"{cf.ufm_appliances} x {ufm.fabric_links} UFM links but only {node.rails} rail leaves per SU "
+                f"(at most {node.rails // ufm.fabric_links} appliances)",
             )
         if spec.nodes_per_su < 2:
             raise SpecError("nodes_per_su", "must be at least 2 when a UFM takes one node slot")
@@ -273,17 +275,19 @@ def _scalable_units(spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names
 def _ufm(
     spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names, devices: list[Device], links: list[Link]
 ) -> None:
-    """The UFM appliance takes SU 1's last node slot: its ports on that slot of the first leaves."""
+    """The UFM appliances (an HA pair by default, as NVIDIA's SuperPOD RAs place them) share SU 1's
+    last node slot: appliance i's links on that slot of the next rail leaves, so no two share a leaf."""
     cf = spec.compute_fabric
     ufm = cat.appliances[cf.ufm_model]
     port = cat.switches[cf.switch_model].port
-    devices.append(
-        Device("ufm-01", "ufm", cf.ufm_model, su=1, power_kw=ufm.power_kw, rack_units=ufm.rack_units, slot=0)
-    )
-    for i in range(ufm.fabric_links):
-        links.append(
-            Link("ufm-01", ufm.port(i), names.leaf(1, i), port(sz.slots - 1, sz.speed), "compute", "ufm-leaf", sz.speed)
+    for a in range(cf.ufm_appliances):
+        name = f"ufm-{a + 1:02d}"
+        devices.append(
+            Device(name, "ufm", cf.ufm_model, su=1, power_kw=ufm.power_kw, rack_units=ufm.rack_units, slot=a)
         )
+        for i in range(ufm.fabric_links):
+            leaf = names.leaf(1, a * ufm.fabric_links + i)
+            links.append(Link(name, ufm.port(i), leaf, port(sz.slots - 1, sz.speed), "compute", "ufm-leaf", sz.speed))
 
 
 def _switch(spec: PodSpec, name: str, role: str, slot: int, block: int | None = None) -> Device:

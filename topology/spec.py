@@ -49,6 +49,9 @@ class ComputeFabric(_Spec):
     oversubscription: Ratio = "1:1"
     fabric_manager: bool = Field(False, description="a UFM appliance attaches in SU 1 in place of one node")
     ufm_model: str = "ufm-3.0"
+    ufm_appliances: Literal[1, 2] = Field(
+        2, description="UFM appliances: a high-availability pair (NVIDIA's SuperPOD RAs), or 1"
+    )
     spine_count: PositiveInt | None = Field(
         None, description="override: spines (two tiers) or spines per block (three tiers)"
     )

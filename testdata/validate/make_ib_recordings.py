@@ -1,5 +1,5 @@
 """Writes the two ibnetdiscover recordings beside it, in ibnetdiscover(8)'s topology file format,
-for the dgx-h100-ib stack's first four nodes, its eight su01 rail leaves and UFM:
+for the dgx-h100-ib stack's first four nodes, its eight su01 rail leaves and UFM pair:
 
 - healthy.ibnetdiscover: every node-leaf and UFM-leaf cable as planned, 4x NDR;
 - miswired.ibnetdiscover: su01-node02's rail 2 and rail 3 cables swapped at the node, su01-node03's
@@ -17,7 +17,7 @@ from pathlib import Path
 HCAS = ["mlx5_0", "mlx5_3", "mlx5_4", "mlx5_5", "mlx5_6", "mlx5_9", "mlx5_10", "mlx5_11"]  # rails 0-7
 NODES = [f"su01-node{i:02d}" for i in range(1, 5)]
 LEAVES = [f"su01-leaf-rail{r}" for r in range(8)]
-UFM_PORT = 32  # 1/16/2 on QM9700: the UFM appliance's cables land on each of the first four leaves
+UFM_PORT = 32  # 1/16/2 on QM9700: the UFM HA pair's cables land on the first four leaves (two each)
 
 
 def guid(kind: int, a: int, b: int) -> str:
@@ -52,7 +52,7 @@ def cables(miswired: bool) -> list[tuple[tuple, tuple, str]]:
                 ws = "2xNDR"  # trained at half width
             out.append(((hca_guid(n, rail), f"{node} {hca}"), (leaf_rail, port), ws))
     for i in range(4):
-        out.append(((ufm_guid(i), f"ufm-01 mlx5_{i}"), (i, UFM_PORT), "4xNDR"))
+        out.append(((ufm_guid(i), f"ufm-{i // 2 + 1:02d} mlx5_{i % 2}"), (i, UFM_PORT), "4xNDR"))
     return out
 
 
