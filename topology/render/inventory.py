@@ -31,6 +31,7 @@ ROLE_GROUPS = {
     "storage_server": "storage_servers",
     "inband_switch": "inband_switches",
     "inband_core": "inband_core_switches",
+    "inband_spine": "inband_spine_switches",
     "oob_switch": "oob_switches",
     "oob_aggregation": "oob_aggregation_switches",
     "mgmt_node": "mgmt_nodes",
@@ -86,6 +87,7 @@ class GpuNodeVars(_Vars):
     superpod_numa_nodes: int
     superpod_fabric_kind: str
     superpod_inband_interface: str
+    superpod_inband_address: str  # with prefix length (roles/host_network configures the bond with it)
     superpod_inband_members: list[str]
     superpod_inband_gateway: str
     superpod_storage_nics: list[HostNicVars]
@@ -167,6 +169,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) ->
         superpod_numa_nodes=node.numa_nodes,
         superpod_fabric_kind=kind,
         superpod_inband_interface=inband.interface if inband else "bond0",
+        superpod_inband_address=inband.address if inband else "",
         superpod_inband_members=[n.netdev("ethernet") for n in node.inband_nics],
         superpod_inband_gateway=inband.peer if inband else "",
         superpod_storage_nics=storage,
@@ -301,6 +304,8 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_pod": spec.name,
         "superpod_fabric_kind": spec.compute_fabric.kind,
         "superpod_node_model": spec.node_model,
+        # The storage pool: nodes reach storage servers on other leaves' subnets through their storage NICs.
+        "superpod_storage_prefix": str(spec.addressing.storage),
         # Secrets stay out of generated files: put these in group_vars/all/vault.yml
         # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
         "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",
