@@ -65,7 +65,7 @@ class Ctx:
 
     def name(self, kind: str, ref) -> Hashable | None:
         """The natural key of a related object as the API gives it ({"id": ...} or null)."""
-        return None if not ref else self.keys.get(kind, {}).get(ref["id"] if isinstance(ref, dict) else ref)
+        return None if not ref else self.keys.get(kind, {}).get(_ref_id(ref))
 
     def id(self, kind: str, key: Hashable) -> str | None:
         return None if key is None else self.ids.get(kind, {}).get(key)
@@ -300,9 +300,13 @@ def _cable_body(k, f, c) -> dict:
             "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])}
 
 
+def _ref_id(ref) -> str | None:
+    return ref.get("id") if isinstance(ref, dict) else ref
+
+
 def _assignment_key(o, c):
-    ip = c.keys.get("ip_addresses", {}).get((o.get("ip_address") or {}).get("id"))
-    iface = c.keys.get("interfaces", {}).get((o.get("interface") or {}).get("id"))
+    ip = c.keys.get("ip_addresses", {}).get(_ref_id(o.get("ip_address")))
+    iface = c.keys.get("interfaces", {}).get(_ref_id(o.get("interface")))
     return None if ip is None or iface is None else (ip, *iface)
 
 
@@ -311,7 +315,7 @@ def _assignment_key(o, c):
 def _owner_scope(kind: Kind, obj: dict, ctx: Ctx) -> bool:
     """May `obj` be pruned: it carries our tag (assignments: their address does) and is this pod's."""
     if kind.name == "ip_assignments":
-        return (obj.get("ip_address") or {}).get("id") in ctx.owned.get("ip_addresses", set())
+        return _ref_id(obj.get("ip_address")) in ctx.owned.get("ip_addresses", set())
     if OWNER_TAG not in ctx.tag_names(obj):
         return False
     site = ctx.desired.site
@@ -347,6 +351,8 @@ def sync(client: Nautobot, desired: Desired, apply: bool = False, prune: bool = 
                 creates.append(key)
                 report.add(kind.name, Change("create", kind.label(key)))
                 continue
+            if "tags" in fields and OWNER_TAG not in ctx.tag_names(have[key]):
+                fields = want[key] = {**fields, "tags": fields["tags"] - {OWNER_TAG}}  # not ours: never claimed
             diff = _differences(fields, kind.fields(have[key], ctx))
             if not diff:
                 continue

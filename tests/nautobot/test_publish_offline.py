@@ -1,0 +1,197 @@
+"""The publisher's rules without a server (these run in the main suite, in seconds): an in-memory
+stand-in for Nautobot's bulk REST endpoints checks idempotence, growth, ownership and --prune;
+the token file's mode; the CLI's error lines. tests/nautobot/test_publish_live.py proves the same
+against a real Nautobot."""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT, spec_with, stack_layout
+from topology.build import build
+from topology.cli import app
+from topology.errors import SpecError
+from topology.publish.desired import OWNER_TAG, desired_objects
+from topology.publish.nautobot import Nautobot, read_token
+from topology.publish.sync import sync
+
+
+class FakeNautobot:
+    """Stores what is POSTed, keyed by endpoint; related objects are plain ids (the publisher
+    accepts both {"id": ...} and bare ids). Seeds the statuses a fresh Nautobot has."""
+
+    def __init__(self):
+        self.ids = itertools.count(1)
+        self.db: dict[str, dict[str, dict]] = {}
+        self.requests = 0
+        self.writes: list[tuple[str, str, int]] = []
+        for name in ("Active", "Planned", "Connected"):
+            self._put("extras/statuses/", {"name": name})
+
+    def _put(self, endpoint, body):
+        obj = {**body, "id": f"id{next(self.ids)}"}
+        self.db.setdefault(endpoint, {})[obj["id"]] = obj
+        return obj
+
+    def list(self, endpoint, **params):
+        self.requests += 1
+        return [dict(o) for o in self.db.get(endpoint, {}).values()]
+
+    def create(self, endpoint, objects):
+        self.requests += 1
+        self.writes.append(("POST", endpoint, len(objects)))
+        return [self._put(endpoint, body) for body in objects]
+
+    def update(self, endpoint, objects):
+        self.requests += 1
+        self.writes.append(("PATCH", endpoint, len(objects)))
+        for body in objects:
+            self.db[endpoint][body["id"]].update(body)
+        return objects
+
+    def delete(self, endpoint, ids):
+        self.requests += 1
+        self.writes.append(("DELETE", endpoint, len(ids)))
+        for i in ids:
+            del self.db[endpoint][i]
+
+    def find(self, endpoint, **match):
+        return [o for o in self.db.get(endpoint, {}).values() if all(o.get(k) == v for k, v in match.items())]
+
+
+def kinds_changed(report) -> dict[str, set[str]]:
+    return {kind: {c.action for c in changes} for kind, changes in report.changes.items()}
+
+
+@pytest.fixture
+def published():
+    server = FakeNautobot()
+    report = sync(server, desired_objects(stack_layout("lab")), apply=True)
+    return server, report
+
+
+def test_first_publish_creates_everything_in_bulk(published):
+    server, report = published
+    counts = desired_objects(stack_layout("lab")).counts
+    assert report.counts()["devices"]["create"] == counts["devices"]
+    assert report.counts()["cables"]["create"] == counts["cables"]
+    assert report.counts()["ip_assignments"]["create"] == counts["ip_assignments"]
+    assert len(server.db["dcim/interfaces/"]) == counts["interfaces"]
+    posts = [n for method, endpoint, n in server.writes if endpoint == "dcim/interfaces/"]
+    assert posts == [counts["interfaces"]], "one bulk call per object type, not one per object"
+
+
+def test_client_sends_lists_in_chunks_and_pages_reads():
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, request.url.path, request.headers["Authorization"]))
+        if request.method == "GET":
+            offset = int(request.url.params["offset"])
+            nxt = "more" if offset == 0 else None
+            return httpx.Response(200, json={"results": [{"id": str(offset)}], "next": nxt})
+        return httpx.Response(201, json=[{**o, "id": "x"} for o in json.loads(request.content)])
+
+    client = Nautobot("http://nb.example", "tok123", chunk=100)
+    client._http = httpx.Client(base_url="http://nb.example/api/", transport=httpx.MockTransport(handler),
+                                headers=client._http.headers)
+    assert len(client.create("dcim/interfaces/", [{"name": f"e{i}"} for i in range(250)])) == 250
+    assert [m for m, _, _ in seen] == ["POST"] * 3
+    assert [o["id"] for o in client.list("dcim/devices/")] == ["0", "1000"]
+    assert {auth for _, _, auth in seen} == {"Token tok123"} and "tok123" not in repr(client)
+
+
+def test_second_publish_and_diff_change_nothing(published):
+    server, _ = published
+    server.writes.clear()
+    assert sync(server, desired_objects(stack_layout("lab")), apply=True).total == 0
+    assert server.writes == []
+
+
+def test_grown_su_only_creates(published):
+    server, _ = published
+    report = sync(server, desired_objects(build(spec_with("lab", scalable_units=2))), apply=True)
+    assert all(actions == {"create"} for actions in kinds_changed(report).values()), kinds_changed(report)
+    assert report.counts()["devices"]["create"] > 0
+
+
+def test_shrink_lists_deletions_and_prune_deletes_only_ours(published):
+    server, _ = published
+    grown = desired_objects(build(spec_with("lab", scalable_units=2)))
+    sync(server, grown, apply=True)
+    # someone adds a device of their own to the pod's location, and a tag to one of ours
+    node = server.find("dcim/devices/", name="su01-node01")[0]
+    server._put("dcim/devices/", {**node, "name": "their-box", "rack": None, "position": None, "tags": []})
+    hand_tag = server._put("extras/tags/", {"name": "hand-made"})
+    node["tags"] = node["tags"] + [hand_tag["id"]]
+
+    lab = desired_objects(stack_layout("lab"))
+    listed = sync(server, lab, apply=True)
+    deletes = [c for c in listed.changes["devices"] if c.action == "delete"]
+    assert deletes and all("needs --prune" in c.detail for c in deletes)
+    assert server.find("dcim/devices/", name="su02-node01"), "nothing deleted without --prune"
+    assert hand_tag["id"] in server.find("dcim/devices/", name="su01-node01")[0]["tags"], "hand-made tag kept"
+
+    pruned = sync(server, lab, apply=True, prune=True)
+    assert {c.key for c in pruned.changes["devices"]} == {c.key for c in deletes}
+    assert not server.find("dcim/devices/", name="su02-node01")
+    assert server.find("dcim/devices/", name="their-box"), "an object without our tag is never deleted"
+    assert sync(server, lab, apply=True).total == 0
+
+
+def test_an_object_we_did_not_create_is_updated_but_never_claimed():
+    server = FakeNautobot()
+    lab = desired_objects(stack_layout("lab"))
+    sync(server, lab, apply=True)
+    rack = server.find("dcim/racks/", name=lab.racks[0].name)[0]
+    owner = server.find("extras/tags/", name=OWNER_TAG)[0]["id"]
+    rack["tags"] = []  # as if made by hand before the first publish
+    rack["u_height"] = 42
+    report = sync(server, lab, apply=True)
+    height = lab.racks[0].u_height
+    assert [c.detail for c in report.changes["racks"]] == [f"u_height: 42 -> {height}; tags: {{}} -> {{su-01}}"]
+    assert owner not in rack["tags"] and rack["u_height"] == lab.racks[0].u_height
+    assert sync(server, lab, apply=True).total == 0
+
+
+def test_recabled_port_is_named(published):
+    server, _ = published
+    lab = desired_objects(stack_layout("lab"))
+    cable = server.find("dcim/cables/", label="NL-000001")[0]
+    spare = server._put("dcim/interfaces/", {"name": "swp99", "device": server.find(
+        "dcim/devices/", name=lab.cables[0].b_device)[0]["id"], "tags": []})
+    cable["termination_b_id"] = spare["id"]
+    report = sync(server, lab, apply=False)
+    (change,) = report.changes["cables"]
+    assert change.key == "NL-000001" and change.action == "update" and "swp99" in change.detail
+
+
+def test_token_file_must_be_private(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("0123456789abcdef\n")
+    token.chmod(0o644)
+    with pytest.raises(SpecError, match="chmod 600"):
+        read_token(token)
+    token.chmod(0o600)
+    assert read_token(token) == "0123456789abcdef"
+    result = CliRunner().invoke(app, ["publish", "--stack", "lab", "-C", str(ROOT), "--nautobot",
+                                      "http://127.0.0.1:9", "--token-file", str(tmp_path / "missing")])
+    assert result.exit_code == 2 and "error: --token-file" in result.output
+
+
+def test_cli_errors_name_the_field(tmp_path):
+    token = tmp_path / "token"
+    token.write_text("secret-token-value\n")
+    token.chmod(0o600)
+    runner = CliRunner()
+    no_url = runner.invoke(app, ["publish", "--stack", "lab", "-C", str(ROOT), "--token-file", str(token)])
+    assert no_url.exit_code == 2 and "error: --nautobot" in no_url.output
+    down = runner.invoke(app, ["diff", "--nautobot", "http://127.0.0.1:9", "--token-file", str(token),
+                               "-C", str(ROOT), "lab"])
+    assert down.exit_code == 2 and "error: --nautobot" in down.output
+    assert "secret-token-value" not in down.output
