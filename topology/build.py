@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from topology import catalog, ipam
 from topology.cabling import with_cables
-from topology.fabric import compute_fabric, inband_fabric, names_for, size_compute, storage_fabric
+from topology.fabric import compute_fabric, names_for, size_compute, storage_fabric
+from topology.inband import inband_fabric
 from topology.model import Layout, Link
 from topology.racks import place_racks
 from topology.spec import PodSpec

@@ -17,6 +17,7 @@ from netaddr.strategy.ipv4 import int_to_str
 from topology.catalog import Catalog
 from topology.errors import SpecError
 from topology.fabric import ComputeSizing
+from topology.inband import pairs_for
 from topology.model import Address, Asn, Device, Link, Rack
 from topology.spec import PodSpec
 
@@ -152,26 +153,33 @@ def plan(
                     add(Address(d.name, "lo", address, net, "loopbacks"))
             offset += region_size[role]
 
-    # In-band: one subnet per SU (gateway .1, node n at .1+n), one for pod services (the mgmt
-    # nodes). The gateway is a VRR address on both switches of the pair that carries the bonds
-    # (the SU's in-band pair, the cores for services); each switch's own SVI address is at the top.
-    plen = prefix_for(spec.nodes_per_su + 1 + GATEWAY_PAIR)
+    # In-band: one subnet per in-band pair (an SU has one unless its nodes need more; gateway .1,
+    # node n of the pair at .1+n), one for pod services (the mgmt nodes). The gateway is a VRR
+    # address on both switches of the pair that carries the bonds (the SU's pair; for services
+    # the cores, or the services pair of a three-tier in-band fabric); each switch's own SVI
+    # address is at the top.
+    pairs, per_pair = pairs_for(spec, cat)
+    services = spec.max_su * pairs
+    svc_pair = any(d.role == "inband_switch" and d.su is None for d in devices)
+    plen = prefix_for(per_pair + 1 + GATEWAY_PAIR)
     services_hosts = spec.management.inband.mgmt_nodes + 1 + GATEWAY_PAIR
     plen = min(plen, prefix_for(services_hosts))
-    pool = Pool(spec, "inband", plen, spec.max_su + 1)
+    pool = Pool(spec, "inband", plen, services + 1)
     for d in devices:
         if d.role == "gpu_node":
             su0, n0 = divmod(d.slot, spec.nodes_per_su)
-            address, net = pool.host(su0, n0 + 2)
-            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(su0)[0] + 1)))
+            pair, n0 = divmod(n0, per_pair)
+            address, net = pool.host(su0 * pairs + pair, n0 + 2)
+            gw = int_to_str(pool.subnet(su0 * pairs + pair)[0] + 1)
+            add(Address(d.name, "bond0", address, net, "inband", gw))
         elif d.role == "mgmt_node":
-            address, net = pool.host(spec.max_su, d.slot + 2)
-            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(spec.max_su)[0] + 1)))
+            address, net = pool.host(services, d.slot + 2)
+            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services)[0] + 1)))
         elif d.role == "inband_switch":
-            su0, side = divmod(d.slot, 2)
-            out.extend(_vrr_gateway(pool, su0, d.name, side, INBAND_VLAN, "inband"))
-        elif d.role == "inband_core" and d.slot < GATEWAY_PAIR:
-            out.extend(_vrr_gateway(pool, spec.max_su, d.name, d.slot, INBAND_VLAN, "inband"))
+            pair, side = divmod(d.slot, 2)
+            out.extend(_vrr_gateway(pool, pair, d.name, side, INBAND_VLAN, "inband"))
+        elif d.role == "inband_core" and d.slot < GATEWAY_PAIR and not svc_pair:
+            out.extend(_vrr_gateway(pool, services, d.name, d.slot, INBAND_VLAN, "inband"))
 
     # Storage: a subnet per storage leaf for the ports cabled to it.
     if spec.storage_fabric.enabled:

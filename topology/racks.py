@@ -17,7 +17,8 @@ from topology.names import Names
 from topology.spec import PodSpec
 
 SU_NETWORK_ROLES = ("leaf", "storage_leaf", "inband_switch", "ufm")
-INFRA_ROLES = ("spine", "core", "storage_spine", "storage_leaf", "storage_server", "inband_core", "mgmt_node")
+INFRA_ROLES = ("spine", "core", "storage_spine", "storage_leaf", "storage_server", "inband_spine", "inband_core",
+               "inband_switch", "mgmt_node")  # pod-wide in-band switches: the services pair
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class Placement:
         # Pod-wide gear is packed at its end-state size (spines of blocks not built yet keep
         # their places) in rows after the last SU row.
         infra = self._with_unbuilt_spines(infra, devices)
+        infra = self._with_unbuilt_inband_spines(infra, devices)
         self.infra_bins = pack(infra, self.usable_kw, self.usable_ru)
         self.first_infra_row = self._su_position(spec.max_su, self.racks_per_su - 1)[0] + 1
 
@@ -151,6 +153,22 @@ class Placement:
         # keep spines in index order ahead of the rest of the infra gear
         spine_slots = sorted([s for s in infra if s.name in built] + extra, key=lambda s: s.name)
         return spine_slots + [s for s in infra if s.name not in built]
+
+    def _with_unbuilt_inband_spines(self, infra: list[Slot], devices: list[Device]) -> list[Slot]:
+        """A three-tier in-band fabric's spines at their end-state places, as compute spines."""
+        built = {d.name for d in devices if d.role == "inband_spine"}
+        if not built:
+            return infra
+        from topology.inband import size_inband
+
+        sz = size_inband(self.spec, self.cat)
+        ib = self.spec.management.inband
+        sw = self.cat.switches[ib.core_switch_model or ib.switch_model]
+        at = next(i for i, s in enumerate(infra) if s.name in built)
+        rest = [s for s in infra if s.name not in built]
+        every = [Slot(Names.numbered("inband-spine", i, sz.spines_max), sw.power_kw, sw.rack_units)
+                 for i in range(sz.spines_max)]
+        return rest[:at] + every + rest[at:]
 
     def _su_position(self, su: int, k: int) -> tuple[int, int]:
         if self.sus_per_row:

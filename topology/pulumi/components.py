@@ -11,7 +11,8 @@ import pulumi
 from topology.model import Layout
 from topology.pulumi.records import LayoutRecord, Slice, slice_layout
 
-SWITCH_ROLES = {"leaf", "spine", "core", "storage_leaf", "storage_spine", "inband_switch", "inband_core",
+SWITCH_ROLES = {"leaf", "spine", "core", "storage_leaf", "storage_spine", "inband_switch", "inband_spine",
+                "inband_core",
                 "oob_switch", "oob_aggregation"}
 
 

@@ -31,6 +31,7 @@ TIER_OF_ROLE = {
     "storage_server": "storage",
     "inband_switch": "inband",
     "inband_core": "inband",
+    "inband_spine": "inband",
     "mgmt_node": "inband",
     "oob_switch": "oob",
     "oob_aggregation": "oob",

@@ -25,6 +25,8 @@ TIER_CODE = {
     "storage-spine": "TS",
     "node-inband": "NI",
     "inband-core": "IC",
+    "inband-spine": "IS",
+    "inband-spine-core": "IK",
     "mgmt-core": "MC",
     "device-oob": "OB",
     "oob-agg": "OA",

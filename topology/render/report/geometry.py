@@ -13,20 +13,21 @@ from topology.model import Device, Layout, Rack
 LEVEL = {
     "gpu_node": 0, "ufm": 0, "storage_server": 0, "mgmt_node": 0,
     "leaf": 1, "storage_leaf": 1, "inband_switch": 1,
-    "spine": 2, "storage_spine": 2, "inband_core": 2,
+    "spine": 2, "storage_spine": 2, "inband_spine": 2, "inband_core": 2,
     "core": 3,
 }  # fmt: skip
 ROLE_LABEL = {
     "gpu_node": "nodes", "ufm": "UFM", "storage_server": "storage servers", "mgmt_node": "mgmt nodes",
     "leaf": "rail leaves", "storage_leaf": "storage leaves", "inband_switch": "in-band leaves",
-    "spine": "spines", "storage_spine": "storage spines", "inband_core": "in-band cores", "core": "cores",
+    "spine": "spines", "storage_spine": "storage spines", "inband_spine": "in-band spines",
+    "inband_core": "in-band cores", "core": "cores",
     "oob_switch": "OOB switch", "oob_aggregation": "OOB aggregation", "pdu": "PDU", "cdu": "CDU",
 }  # fmt: skip
 KIND_COLOR = {"compute": "#4e79a7", "network": "#59a14f", "infra": "#b07aa1", "cdu": "#76b7b2"}
 ROLE_COLOR = {
     "gpu_node": "#4e79a7", "ufm": "#edc948", "leaf": "#59a14f", "spine": "#8cd17d", "core": "#b6992d",
     "storage_leaf": "#f28e2b", "storage_spine": "#ffbe7d", "storage_server": "#e15759",
-    "inband_switch": "#b07aa1", "inband_core": "#d4a6c8", "mgmt_node": "#9d7660",
+    "inband_switch": "#b07aa1", "inband_spine": "#d4a6c8", "inband_core": "#d4a6c8", "mgmt_node": "#9d7660",
     "oob_switch": "#bab0ac", "oob_aggregation": "#79706e", "cdu": "#76b7b2", "pdu": "#555555",
 }  # fmt: skip
 RAIL_COLORS = ("#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f", "#edc948", "#b07aa1", "#9c755f")

@@ -20,6 +20,7 @@ FABRIC_OF_ROLE = {
     "storage_spine": "storage",
     "inband_switch": "inband",
     "inband_core": "inband",
+    "inband_spine": "inband",
     "oob_switch": "oob",
     "oob_aggregation": "oob",
 }
@@ -159,10 +160,11 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
 def _partners(devices: list[Device]) -> dict[str, str]:
     """The other switch of each in-band pair: an SU's two in-band switches, in-band cores 0 and 1."""
     groups: dict[object, list[str]] = {}
+    svc_pair = any(d.role == "inband_switch" and d.su is None for d in devices)  # three-tier in-band
     for d in devices:
-        if d.role == "inband_switch":
-            groups.setdefault(("su", d.su), []).append(d.name)
-        elif d.role == "inband_core" and d.slot < 2:
+        if d.role == "inband_switch":  # pair ordinal: an SU's pairs, then the services pair
+            groups.setdefault(("pair", d.slot // 2), []).append(d.name)
+        elif d.role == "inband_core" and d.slot < 2 and not svc_pair:
             groups.setdefault("cores", []).append(d.name)
     out = {}
     for names in groups.values():

@@ -38,8 +38,9 @@ def bonds(device: str, links: list[Link], nodes: dict[str, Device], nodes_per_su
 
 
 def pair_index(device: Device) -> int:
-    """0 for the in-band cores, the SU for an SU's pair: keys the pair's MACs."""
-    return device.su or 0
+    """0 for the in-band cores, 1 + the pair's ordinal for a switch pair (the SU for an SU's
+    only pair): keys the pair's MACs."""
+    return device.slot // 2 + 1 if device.role == "inband_switch" else 0
 
 
 def side(device: Device) -> int:

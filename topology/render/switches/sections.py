@@ -3,6 +3,8 @@ addresses, taking only what it needs as arguments (so a value's origin is one ca
 
 from __future__ import annotations
 
+import functools
+
 import netaddr
 
 from topology.catalog import SwitchModel
@@ -47,6 +49,7 @@ def ports(
     return tuple(sorted(out, key=lambda p: _port_key(p.name)))
 
 
+@functools.lru_cache(maxsize=4096)  # the same port names on every switch of a model
 def _port_key(name: str) -> tuple:
     digits = "".join(c if c.isdigit() else " " for c in name).split()
     return tuple(int(d) for d in digits) + (name,)
@@ -96,12 +99,17 @@ def neighbors(
     return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
 
 
+@functools.lru_cache(maxsize=1 << 14)  # a subnet is parsed for the IPSet, the aggregate and the sort
+def network(cidr: str) -> netaddr.IPNetwork:
+    return netaddr.IPNetwork(cidr)
+
+
 def aggregates(own: list[str], others: netaddr.IPSet) -> tuple[str, ...]:
     """The fewest prefixes covering this switch's host subnets: one spanning prefix when it holds
     nobody else's addresses (the plan aligns each leaf's block), else the exact merge."""
     if not own:
         return ()
-    nets = [netaddr.IPNetwork(n) for n in own]
+    nets = [network(n) for n in own]
     span = nets[0].cidr if len(nets) == 1 else netaddr.spanning_cidr(nets)
     if not (netaddr.IPSet([span]) & others):
         return (str(span),)
@@ -113,7 +121,7 @@ def bgp(
 ) -> Bgp:
     """Originates the loopback and each connected host subnet (a `network` needs the exact route),
     and announces only the summaries where they differ from the subnets themselves."""
-    exact = sorted(set(subnets), key=lambda n: netaddr.IPNetwork(n))
+    exact = sorted(set(subnets), key=network)
     summaries = () if set(aggs) == set(exact) else aggs
     networks = ((f"{router_id}/32",) if router_id else ()) + tuple(exact)
     return Bgp(asn, router_id, nbrs, networks, summaries, unnumbered)
