@@ -97,6 +97,19 @@ def test_uplinks_that_are_not_whole_ports_name_the_ratio():
     assert e.value.field == "compute_fabric.oversubscription"
 
 
+def test_storage_leaves_beyond_a_spines_native_ports_split_cages_to_different_spines():
+    """64 SUs' storage leaves and a server pair outnumber an SN5400 spine's 64 x 400G ports: the
+    uplinks run as 2 x 200G legs, each leg of a cage to a different spine (checked by the invariant)."""
+    layout = build(spec_with("roce-1k", scalable_units=1, max_scalable_units=64,
+                             management={"inband": {"pairing": "evpn_mh"}}))
+    ups = [lk for lk in layout.links if lk.tier == "storage_leaf-storage_spine"]
+    assert {lk.speed_gbps for lk in ups} == {200}
+    check_switch_links(layout)
+    small = build(spec_with("roce-1k", scalable_units=1, max_scalable_units=62,
+                            management={"inband": {"pairing": "evpn_mh"}}))
+    assert {lk.speed_gbps for lk in small.links if lk.tier == "storage_leaf-storage_spine"} == {400}
+
+
 def test_storage_servers_land_on_a_leaf_pair_routed_by_each_leaf():
     layout = build(spec_with("roce-1k", storage_fabric={"storage_servers": 80}))  # two pairs of server leaves
     leaves_of = defaultdict(set)

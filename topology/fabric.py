@@ -383,31 +383,68 @@ def storage_fabric(
     server = cat.appliances[sf.server_model]
     speed = node.storage_nic_speed_gbps
     switch_speed(sw, speed, "storage_fabric.switch_model", sf.switch_model)
-    trunk = trunk_speed(sw, sw)
-    radix = sw.radix(trunk)  # uplink and spine ports, unsplit
     if sf.storage_servers and server.storage_speed_gbps != speed:
         raise SpecError(
             "storage_fabric.server_model",
             f"{sf.server_model} runs {server.storage_speed_gbps}G; node storage NICs run {speed}G",
         )
     ppn = len(node.storage_nics)
-    down_cap, up = split_ports(
-        sw, speed, trunk, sf.oversubscription, spec.nodes_per_su * ppn, "storage_fabric.oversubscription",
-        "nodes_per_su", at_least=sf.min_spines,
-    )
     # Server leaves run 1:1 and come in groups of one leaf per server port (a leaf pair for
     # dual-port servers): port p of every server in a group lands on the group's leaf p, so a
     # server keeps its storage when a leaf fails. Servers spread evenly over the groups, and
     # every server leaf provisions the same ports, so each has the same uplinks.
     group = server.storage_ports
-    per_leaf = _most_down(sw, speed, trunk, 1, 1)
-    groups = ceil(sf.storage_servers / per_leaf) if group else 0
-    server_leaves = groups * group
+    # Every leaf reaches every spine, so a spine's ports bound the leaves: at the cage's native
+    # speed while they fit, else split cages whose legs each go to a different spine.
+    native = trunk_speed(sw, sw)
+    for trunk in [native] + sorted((v for v in sw.lanes if speed <= v < native), reverse=True):
+        radix = sw.radix(trunk)
+        legs = sw.lanes[trunk] // sw.lanes[native]  # a cage's legs at this speed
+        min_spines = ceil(max(sf.min_spines, legs) / legs) * legs if legs > 1 else sf.min_spines
+        down_cap, up = split_ports(
+            sw, speed, trunk, sf.oversubscription, spec.nodes_per_su * ppn, "storage_fabric.oversubscription",
+            "nodes_per_su", at_least=min_spines,
+        )
+        per_leaf = _most_down(sw, speed, trunk, 1, 1)
+        groups = ceil(sf.storage_servers / per_leaf) if group else 0
+        server_leaves = groups * group
+        if spec.max_su + server_leaves <= radix:
+            break
+    else:
+        most = sw.radix(min(v for v in sw.lanes if v >= speed)) - server_leaves
+        raise SpecError(
+            "max_scalable_units",
+            f"{spec.max_su} SU storage leaves + {server_leaves} server leaves exceed the ports of a "
+            f"{sf.switch_model} storage spine (every leaf reaches every spine): at most {max(most, 0)} SUs",
+        )
     server_down = ceil(sf.storage_servers / groups) if groups else 0
-    server_up = ceil(server_down * speed / trunk / sf.min_spines) * sf.min_spines if groups else 0
+    server_up = ceil(server_down * speed / trunk / min_spines) * min_spines if groups else 0
     uplinks = [up] * spec.max_su + [server_up] * server_leaves
-    spines = _two_tier_spines(uplinks, radix, sf.min_spines, "storage_fabric")
+    leaves_max = spec.max_su + server_leaves
+    spines = _two_tier_spines(uplinks, radix, min_spines, "storage_fabric")
     port = sw.port
+
+    # Split cages interleave, so no two legs of one cage, at either end, reach the same switch:
+    # a leaf's uplink j goes to spine j mod spines; on the spines, SU leaves then server leaves
+    # take ports by link and leaf ordinal (strides of at least a cage's legs).
+    legs = sw.lanes[trunk] // sw.lanes[native]
+    su_stride, srv_stride = max(spec.max_su, legs), max(server_leaves, legs)
+    su_region = ceil((up // spines) * su_stride / legs) * legs
+    if trunk != native and su_region + (server_up // spines) * srv_stride > radix:
+        raise SpecError("storage_fabric.min_spines", f"{spines} storage spines cannot take the split uplinks "
+                        f"of {leaves_max} leaves in {radix} ports: raise min_spines")
+
+    def to_spine(j: int, per_spine: int, first: int, ordinal: int) -> tuple[int, int]:
+        """(spine, spine port index) of a leaf's uplink j: unsplit, the leaf's links to a spine
+        are adjacent from `first`."""
+        if trunk == native:
+            s, link = divmod(j, per_spine)
+            return s, first + link
+        link, s = divmod(j, spines)
+        if ordinal < spec.max_su:
+            return s, link * su_stride + ordinal
+        return s, su_region + link * srv_stride + ordinal - spec.max_su
+
     devices: list[Device] = []
     links: list[Link] = []
     dev = lambda name, role, model, pw, ru, slot, su=None: devices.append(  # noqa: E731
@@ -437,13 +474,13 @@ def storage_fabric(
                     )
                 )
         for j in range(up):
-            s, link = divmod(j, lps)
+            s, spine_port = to_spine(j, lps, (su - 1) * lps, su - 1)
             links.append(
                 Link(
                     leaf,
                     port(down_cap + j, trunk),
                     spine_names[s],
-                    port((su - 1) * lps + link, trunk),
+                    port(spine_port, trunk),
                     "storage",
                     "storage_leaf-storage_spine",
                     trunk,
@@ -457,13 +494,13 @@ def storage_fabric(
         leaf = Names.numbered("storage-leaf", i, server_leaves)
         dev(leaf, "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units, spec.max_su + i)
         for j in range(server_up):
-            s, link = divmod(j, slps)
+            s, spine_port = to_spine(j, slps, base + i * slps, spec.max_su + i)
             links.append(
                 Link(
                     leaf,
                     port(radix - server_up + j, trunk),
                     spine_names[s],
-                    port(base + i * slps + link, trunk),
+                    port(spine_port, trunk),
                     "storage",
                     "storage_leaf-storage_spine",
                     trunk,
