@@ -31,16 +31,27 @@ def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pa
     }
 
 
-CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32)), ("32k", pod(32768, "sn5400", 32)),
-         ("100k", pod(100352, "sn5600", 64, pairing="evpn_mh"))]
+# past two in-band cores (8k GPUs and up) MLAG cannot pair them: EVPN multihoming
+CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32, pairing="evpn_mh")),
+         ("32k", pod(32768, "sn5400", 32, pairing="evpn_mh")), ("100k", pod(100352, "sn5600", 64, pairing="evpn_mh"))]
+
+
+def artifact(path: Path) -> str:
+    """The artifact a file belongs to: a top-level file, or its folder (switches/, inventory/, ...)."""
+    parts = path.relative_to("/nonexistent").parts
+    if parts[0] == "inv":
+        return "inventory/"
+    return parts[1] if len(parts) == 2 else parts[1] + "/"
 
 
 def main() -> None:
+    # cpu s: this process's CPU time for build + render, the figure to compare on a shared machine
     print(f"{'pod':>5} {'gpus':>7} {'tiers':>5} {'devices':>8} {'cables':>8} {'build s':>8} {'render s':>9} "
-          f"{'us/cable':>9} {'peak MiB':>9}")
+          f"{'cpu s':>6} {'us/cable':>9} {'peak MiB':>9}")
+    sizes: dict[str, dict[str, int]] = {}
     for label, data in CASES:
         spec = parse(data)
-        t0 = time.perf_counter()
+        c0, t0 = time.process_time(), time.perf_counter()
         try:
             layout = build(spec)
         except SpecError as e:  # e.g. an in-band core tier two switch tiers cannot hold
@@ -48,7 +59,10 @@ def main() -> None:
             continue
         t1 = time.perf_counter()
         files = render_artifacts(layout, Path("/nonexistent/out"), Path("/nonexistent/inv"))
-        t2 = time.perf_counter()
+        t2, cpu = time.perf_counter(), time.process_time() - c0
+        for path, text in files.items():
+            sizes.setdefault(artifact(path), {}).setdefault(label, 0)
+            sizes[artifact(path)][label] += len(text.encode())
         # peak memory in a second, traced run: tracing slows Python down several times
         tracemalloc.start()
         render_artifacts(build(spec), Path("/nonexistent/out"), Path("/nonexistent/inv"))
@@ -57,7 +71,11 @@ def main() -> None:
         assert files
         cables = len(layout.links)
         print(f"{label:>5} {layout.facts['gpus']:>7} {layout.facts['tiers']:>5} {len(layout.devices):>8} {cables:>8} "
-              f"{t1 - t0:>8.2f} {t2 - t1:>9.2f} {(t2 - t0) / cables * 1e6:>9.1f} {peak:>9.0f}")
+              f"{t1 - t0:>8.2f} {t2 - t1:>9.2f} {cpu:>6.2f} {(t2 - t0) / cables * 1e6:>9.1f} {peak:>9.0f}")
+    labels = [label for label, _ in CASES if any(label in per for per in sizes.values())]
+    print(f"\n{'MB per artifact':<16}" + "".join(f"{label:>9}" for label in labels))
+    for name, per in sorted(sizes.items(), key=lambda kv: -max(kv[1].values())):
+        print(f"{name:<16}" + "".join(f"{per.get(label, 0) / 1e6:>9.2f}" for label in labels))
 
 
 if __name__ == "__main__":
