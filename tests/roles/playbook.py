@@ -24,10 +24,11 @@ module.exit_json(changed=False, ansible_facts=module.params["facts"])
 
 
 def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | None = None,
-             gather_facts: bool = False) -> dict[str, list[dict]]:
+             gather_facts: bool = False, check: bool = False) -> dict[str, list[dict]]:
     """Run `tasks` on each local host (name -> host vars); return host -> [task results in order].
     A host var `test_facts` becomes that host's ansible_facts (distribution, architecture...)
-    before the tasks run, so one local machine stands for Ubuntu, RHEL or a Grace node."""
+    before the tasks run, so one local machine stands for Ubuntu, RHEL or a Grace node.
+    check=True runs the play under --check (ansible_check_mode true, as in a drift run)."""
     (tmp / "library").mkdir(exist_ok=True)
     (tmp / "library" / "test_facts.py").write_text(FACTS_MODULE)
     tasks = [{"name": "Stand-in facts", "test_facts": {"facts": "{{ test_facts }}"},
@@ -41,7 +42,8 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8")
     proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp / "inventory.yml"), "-e", f"@{tmp / 'extra.json'}",
-                           str(tmp / "play.yml")], capture_output=True, text=True, env=env, check=False)
+                           *(["--check"] if check else []), str(tmp / "play.yml")],
+                          capture_output=True, text=True, env=env, check=False)
     try:
         out = json.loads(proc.stdout)
     except json.JSONDecodeError as exc:

@@ -1,0 +1,167 @@
+"""ConnectX firmware settings (rdma/tasks/firmware.yml) by ansible-playbook against a stand-in
+`mlxconfig` that prints the real query format (MFT's `mlxconfig -d <dev> -e query`: Default /
+Current / Next Boot columns, '*' on values changed from the default; `set` answers with the Next
+Boot / New table and "Please reboot machine to load new configurations") and keeps its state in
+a JSON file. Rail HCAs are found through a stand-in /sys/class/infiniband (mlx5_N/device -> the PCI
+function). A pending change (Current != wanted) is a reboot reason in the report, never a reboot."""
+
+import json
+import sys
+
+import pytest
+
+from tests.roles.playbook import run_play
+
+FAKE_MLXCONFIG = '''#!{python}
+import json, os, sys
+base = os.path.dirname(os.path.abspath(__file__))
+state_file, log = os.path.join(base, "mlxconfig.json"), os.path.join(base, "mlxconfig.calls")
+state = json.load(open(state_file))
+args = sys.argv[1:]
+with open(log, "a") as f:
+    f.write(json.dumps(args) + "\\n")
+dev = args[args.index("-d") + 1]
+if dev not in state:
+    print("-E- Failed to open device: " + dev + ". No such file or directory", file=sys.stderr)
+    sys.exit(1)
+card = state[dev]
+LABELS = {{"LINK_TYPE": {{"1": "IB(1)", "2": "ETH(2)"}}, "ATS_ENABLED": {{"0": "False(0)", "1": "True(1)"}}}}
+def label(name, num):
+    return LABELS["ATS_ENABLED" if name == "ATS_ENABLED" else "LINK_TYPE"][str(num)]
+print("\\nDevice #1:\\n----------\\n")
+print("Device type:        " + card["type"])
+print("Name:               MCX75310AAS-NEA_Ax")
+print("Description:        NVIDIA ConnectX-7 HHHL Adapter card; 400GbE / NDR IB (default mode); Single-port OSFP")
+print("Device:             " + dev + "\\n")
+if "set" in args:
+    print("Configurations:                                      Next Boot       New")
+    for kv in args[args.index("set") + 1:]:
+        name, num = kv.split("=")
+        print("         %-44s%-16s%s" % (name, label(name, card["params"][name]["next"]), label(name, num)))
+        card["params"][name]["next"] = int(num)
+    print("\\n Apply new Configuration? (y/n) [n] : y")
+    print("Applying... Done!")
+    print("-I- Please reboot machine to load new configurations.")
+    json.dump(state, open(state_file, "w"))
+else:
+    print("Configurations:                                      Default         Current         Next Boot")
+    print("         MEMIC_BAR_SIZE                              0               0               0")
+    for name, p in card["params"].items():
+        star = "*" if p["next"] != p["default"] else " "
+        print("%s        %-44s%-16s%-16s%s" % (star, name, label(name, p["default"]), label(name, p["current"]),
+                                            label(name, p["next"])))
+    print("         LOG_MAX_QUEUE                               17              17              17")
+'''
+
+
+def card(link_current, link_next, ats=0, dual=False):
+    params = {"LINK_TYPE_P1": {"default": 1, "current": link_current, "next": link_next}}
+    if dual:
+        params["LINK_TYPE_P2"] = {"default": 1, "current": 1, "next": 1}
+    params["ATS_ENABLED"] = {"default": 0, "current": ats, "next": ats}
+    return {"type": "ConnectX7", "params": params}
+
+
+CASES = {
+    # host: (fabric, virtualised, {bdf: card}, rail hcas -> bdf (None = not present))
+    "roce-from-ib": ("roce", False, {"0000:18:00.0": card(1, 1), "0000:40:00.0": card(1, 1, dual=True)},
+                     {"mlx5_0": "0000:18:00.0", "mlx5_3": "0000:40:00.0"}),
+    "ib-as-planned": ("infiniband", False, {"0000:18:00.0": card(1, 1)}, {"mlx5_0": "0000:18:00.0"}),
+    "vm-needs-ats": ("roce", True, {"0000:18:00.0": card(2, 2)}, {"mlx5_0": "0000:18:00.0"}),
+    "hca-missing": ("roce", False, {}, {"mlx5_0": None}),
+}
+
+
+def prepare(tmp, host, cards, hcas):
+    base = tmp / host
+    (base / "pci").mkdir(parents=True)
+    (base / "ib").mkdir()
+    for hca, bdf in hcas.items():
+        if bdf:
+            (base / "pci" / bdf).mkdir(exist_ok=True)
+            (base / "ib" / hca).mkdir()
+            (base / "ib" / hca / "device").symlink_to(base / "pci" / bdf)
+    tool = base / "mlxconfig"
+    tool.write_text(FAKE_MLXCONFIG.format(python=sys.executable))
+    tool.chmod(0o755)
+    (base / "mlxconfig.json").write_text(json.dumps(cards))
+
+
+def calls(tmp, host):
+    path = tmp / host / "mlxconfig.calls"
+    return [json.loads(x) for x in path.read_text().splitlines()] if path.exists() else []
+
+
+def run(tmp, check=False, runs=1):
+    hosts = {}
+    for host, (fabric, vm, _cards, hcas) in CASES.items():
+        hosts[host] = {"superpod_fabric_kind": fabric, "rails": [{"rail": i, "hca": h} for i, h in enumerate(hcas)],
+                       "test_facts": {"virtualization_role": "guest" if vm else "host",
+                                      "virtualization_type": "kvm"}}
+    include = {"name": "rdma", "tasks_from": "firmware.yml"}
+    tasks = [{"ansible.builtin.include_role": include},
+             {"name": "Reasons", "ansible.builtin.debug": {"msg": "{{ rdma_firmware_reboot_reasons }}"}}] * runs
+    extra = {"rdma_firmware_tool": f"{tmp}/{{{{ inventory_hostname }}}}/mlxconfig",
+             "rdma_infiniband_class_dir": f"{tmp}/{{{{ inventory_hostname }}}}/ib"}
+    return run_play(tmp, tasks, hosts, extra, check=check)
+
+
+@pytest.fixture(scope="module")
+def applied(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("fw-apply")
+    for host, (_, _, cards, hcas) in CASES.items():
+        prepare(tmp, host, cards, hcas)
+    return tmp, run(tmp, runs=2)
+
+
+def reasons(results):
+    return [r["msg"] for r in results if r["task"] == "Reasons"]
+
+
+def sets(tmp, host):
+    return [c[c.index("set") + 1:] for c in calls(tmp, host) if "set" in c]
+
+
+def test_roce_pod_sets_eth_on_the_rail_ports_once(applied):
+    tmp, results = applied
+    assert not [r for r in results["roce-from-ib"] if r.get("failed")], results["roce-from-ib"]
+    # only the port that is a rail (P1 of each card); the dual card's P2 is left alone; one set per card
+    assert sets(tmp, "roce-from-ib") == [["LINK_TYPE_P1=2"], ["LINK_TYPE_P1=2"]]
+    assert all(c[c.index("-d") + 2:c.index("-d") + 4] == ["-e", "query"] for c in calls(tmp, "roce-from-ib")
+               if "set" not in c)
+    first, second = reasons(results["roce-from-ib"])
+    want = ["ConnectX firmware: mlx5_0 (0000:18:00.0) LINK_TYPE_P1 IB(1) -> ETH(2) waits for a reboot (or mlxfwreset)",
+            "ConnectX firmware: mlx5_3 (0000:40:00.0) LINK_TYPE_P1 IB(1) -> ETH(2) waits for a reboot (or mlxfwreset)"]
+    assert first == want and second == want  # pending until the card restarts: still a reason, not re-set
+    setters = [r for r in results["roce-from-ib"] if "Set the ConnectX firmware" in r["task"]]
+    assert [bool(r.get("changed")) for r in setters] == [True, False]
+
+
+def test_ib_pod_as_planned_changes_nothing(applied):
+    tmp, results = applied
+    assert not [r for r in results["ib-as-planned"] if r.get("failed")]
+    assert sets(tmp, "ib-as-planned") == [] and reasons(results["ib-as-planned"]) == [[], []]
+
+
+def test_virtualised_node_enables_ats(applied):
+    tmp, results = applied
+    assert sets(tmp, "vm-needs-ats") == [["ATS_ENABLED=1"]]
+    assert reasons(results["vm-needs-ats"])[1] == [
+        "ConnectX firmware: mlx5_0 (0000:18:00.0) ATS_ENABLED False(0) -> True(1) waits for a reboot (or mlxfwreset)"]
+
+
+def test_missing_rail_hca_is_reported_not_queried(applied):
+    tmp, results = applied
+    assert calls(tmp, "hca-missing") == []
+    assert not [r for r in results["hca-missing"] if r.get("failed")]
+
+
+def test_check_mode_reports_the_change_and_sets_nothing(tmp_path):
+    for host, (_, _, cards, hcas) in CASES.items():
+        prepare(tmp_path, host, cards, hcas)
+    results = run(tmp_path, check=True)
+    assert sets(tmp_path, "roce-from-ib") == []
+    assert len([c for c in calls(tmp_path, "roce-from-ib") if "query" in c]) == 2  # read-only probe still runs
+    changed = [r for r in results["roce-from-ib"] if r.get("changed")]
+    assert changed and all("LINK_TYPE_P1=2" in json.dumps(r) for r in changed)
+    assert not [r for r in results["ib-as-planned"] if r.get("changed")]
