@@ -205,6 +205,74 @@ def superpod_rdma_config(topology_hostvars, hosts, mode="per_rail", prefix="rdma
     }
 
 
+def _ranges(addresses):
+    """Consecutive runs of integer addresses as (first, last) pairs."""
+    out = []
+    for a in sorted(set(addresses)):
+        if out and a == out[-1][1] + 1:
+            out[-1][1] = a
+        else:
+            out.append([a, a])
+    return out
+
+
+def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_prefix="rdma_rail", block_size=0,
+                           node_names=None, resource_mode="per_rail"):
+    """One nv-ipam IPPool per rail subnet of the plan and one macvlan network per rail, so pods get
+    an address on the rail the RDMA shared device plugin hands them (resource `rdma/<resource_prefix>N`).
+    A rail whose nodes all sit in one subnet gets one pool and one network named `<prefix>N`;
+    a rail cut into one subnet per leaf (per_leaf addressing, several SUs) gets one of each per
+    leaf, `<prefix>N-<leaf>`, bound to that leaf's nodes. The nodes' own addresses are excluded;
+    block_size 0 shares the rest of the subnet equally. Raises ValueError when a subnet has no
+    address left for pods (p2p /31 rails never do) or a rail's netdev differs between nodes."""
+    import ipaddress
+
+    node_names = node_names or {}
+    subnets: dict[tuple[int, str], dict] = {}
+    for host in hosts:
+        for r in topology_hostvars[host].get("rails") or []:
+            if not r.get("address"):
+                raise ValueError(f"rails: {host} rail {r['rail']} has no address (InfiniBand without IPoIB?)")
+            iface = ipaddress.ip_interface(r["address"])
+            entry = subnets.setdefault((int(r["rail"]), str(iface.network)), {
+                "rail": int(r["rail"]), "network": iface.network, "gateway": r.get("peer", ""),
+                "netdevs": set(), "leaves": set(), "nodes": [], "used": set()})
+            entry["netdevs"].add(r["netdev"])
+            entry["leaves"].add(r.get("leaf", ""))
+            entry["nodes"].append(node_names.get(host, host))
+            entry["used"].add(int(iface.ip))
+    per_rail: dict[int, int] = {}
+    for rail, _ in subnets:
+        per_rail[rail] = per_rail.get(rail, 0) + 1
+    out = []
+    for (rail, _), e in sorted(subnets.items()):
+        net = e["network"]
+        if len(e["netdevs"]) != 1:
+            raise ValueError(f"rails: rail {rail} uses netdevs {sorted(e['netdevs'])} on different nodes; "
+                             "one macvlan network needs one master interface name")
+        if e["gateway"]:
+            e["used"].add(int(ipaddress.ip_address(e["gateway"])))
+        usable = net.num_addresses - 2 if net.prefixlen < 31 else 0
+        free = usable - len(e["used"])
+        nodes = sorted(e["nodes"])
+        block = int(block_size) or (usable // len(nodes) if usable else 0)
+        if free < len(nodes) or block < 1 or block * len(nodes) > usable:
+            raise ValueError(
+                f"rails: rail {rail} subnet {net} holds {len(nodes)} node address(es) and its gateway and leaves "
+                f"{max(free, 0)} for pods (blocks of {block} per node): pods cannot get rail addresses here "
+                "(point-to-point /31 rails never can; per_leaf subnets must be planned with room). "
+                "Set gpu_operator_rail_networks_enabled: false, or plan larger rail subnets")
+        leaf = sorted(e["leaves"])[0]
+        name = f"{prefix}{rail}" if per_rail[rail] == 1 else f"{prefix}{rail}-{leaf}"
+        exclusions = [{"startIP": str(ipaddress.ip_address(a)), "endIP": str(ipaddress.ip_address(b))}
+                      for a, b in _ranges(e["used"])]
+        out.append({"rail": rail, "name": name, "subnet": str(net), "gateway": e["gateway"],
+                    "master": next(iter(e["netdevs"])), "block": block, "exclusions": exclusions,
+                    "nodes": nodes,
+                    "resource": f"rdma/{resource_prefix}" + ("" if resource_mode == "shared" else str(rail))})
+    return out
+
+
 def superpod_key_paths(data, prefix=""):
     """Dotted paths of every key in a nested mapping (lists are leaves): what a Helm values
     file sets, to compare with the chart's documented keys."""
@@ -228,4 +296,5 @@ class FilterModule:
             "superpod_volcano_hypernodes": superpod_volcano_hypernodes,
             "superpod_rdma_config": superpod_rdma_config,
             "superpod_key_paths": superpod_key_paths,
+            "superpod_rail_networks": superpod_rail_networks,
         }
