@@ -36,8 +36,9 @@ class ComputeNic(_Entry):
 
 
 class HostNic(_Entry):
-    """One port of a dual-port storage/in-band ConnectX; its name depends on the link mode."""
+    """One port of a dual-port storage/in-band card; its name depends on the link mode."""
 
+    adapter: str  # the card: ConnectX-7, or BlueField-3 (DGX B200) run as a NIC
     hca: str
     pci_bus: int
     function: int
@@ -61,6 +62,7 @@ class NodeModel(_Entry):
     storage_nics: tuple[HostNic, ...]
     inband_nic_speed_gbps: int
     inband_nics: tuple[HostNic, ...]
+    nic_source: str  # where the NIC map (cards, PCI buses, HCA names) comes from, or what is assumed
     bmc_port: str
     power_kw: float
     rack_units: int
