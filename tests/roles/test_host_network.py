@@ -14,7 +14,7 @@ from tests.role_files import FAMILIES, ROOT, load
 from tests.roles.playbook import debug_values, run_play
 
 ROLE = ROOT / "roles" / "host_network"
-NODE = load(ROLE / "molecule/default/molecule.yml")["provisioner"]["inventory"]["host_vars"]["host-network-node01"]
+NODE = load(ROLE / "molecule/default/molecule.yml")["provisioner"]["inventory"]["group_vars"]["gpu_nodes"]
 POD = {"superpod_storage_prefix": "10.24.0.0/14"}
 BACKEND = {"Debian": "systemd-networkd", "Ubuntu-22": "netplan", "Ubuntu-24": "netplan", "RedHat-9": "networkmanager"}
 
