@@ -16,7 +16,8 @@ from topology.render.artifacts import render_artifacts
 from topology.spec import parse
 
 
-def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pairing: str = "mlag") -> dict:
+def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pairing: str = "mlag",
+        racks_per_row: int = 20) -> dict:
     sus = -(-gpus // (8 * nodes_per_su))
     return {
         "name": f"bench-{gpus}", "node_model": "hgx-h100-8x400g", "scalable_units": sus, "nodes_per_su": nodes_per_su,
@@ -26,14 +27,16 @@ def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pa
         # past two in-band cores, the bonds of the mgmt nodes need EVPN multihoming (MLAG pairs two)
         "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5600", "mgmt_nodes": 5,
                                   "pairing": pairing}},
-        "racks": {"racks_per_row": 20},
+        "racks": {"racks_per_row": racks_per_row},
         "addressing": {"rails": "100.64.0.0/11", "fabric_p2p": "100.96.0.0/12", "oob": "10.20.0.0/14"},
     }
 
 
-# past two in-band cores (8k GPUs and up) MLAG cannot pair them: EVPN multihoming
+# past two in-band cores (8k GPUs and up) MLAG cannot pair them: EVPN multihoming. At 100k, rows
+# of 20 racks put leaf-spine runs past every medium's reach (500 m): 64 racks a row.
 CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32, pairing="evpn_mh")),
-         ("32k", pod(32768, "sn5400", 32, pairing="evpn_mh")), ("100k", pod(100352, "sn5600", 64, pairing="evpn_mh"))]
+         ("32k", pod(32768, "sn5400", 32, pairing="evpn_mh")),
+         ("100k", pod(100352, "sn5600", 64, pairing="evpn_mh", racks_per_row=64))]
 
 
 def artifact(path: Path) -> str:
