@@ -42,7 +42,7 @@ class FakeNautobot:
         self.requests += 1
         return [dict(o) for o in self.db.get(endpoint, {}).values()]
 
-    def create(self, endpoint, objects):
+    def create(self, endpoint, objects, parallel=False):
         self.requests += 1
         self.writes.append(("POST", endpoint, len(objects)))
         return [self._put(endpoint, body) for body in objects]

@@ -36,12 +36,13 @@ def print_changes(report: Report, console: Console, limit: int) -> None:
 
 
 def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, dry_run: bool, prune: bool,
-                 limit: int = 0) -> int:
+                 limit: int = 0, workers: int = 4) -> int:
     desired = desired_objects(layout)
     started = time.monotonic()
-    with Nautobot(url, read_token(token_file)) as client:
+    with Nautobot(url, read_token(token_file), workers=workers) as client:
         report = sync(client, desired, apply=not dry_run, prune=prune,
-                      progress=None if dry_run else lambda line: console.print(f"  {line}", highlight=False))
+                      progress=None if dry_run else lambda line: console.print(
+                          f"  {time.monotonic() - started:7.1f} s  {line}", highlight=False))
     verb = "would change" if dry_run else "changed"
     console.print(summary_table(report, f"{desired.site} -> {url}: {verb}"))
     if dry_run or limit:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import stat
 from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -39,12 +40,14 @@ def read_token(path: Path) -> str:
 
 
 class Nautobot:
-    def __init__(self, url: str, token: str, timeout: float = 600.0, page: int = 1000, chunk: int = CHUNK):
+    def __init__(self, url: str, token: str, timeout: float = 600.0, page: int = 1000, chunk: int = CHUNK,
+                 workers: int = 1):
         if not url.startswith(("http://", "https://")):
             raise SpecError("--nautobot", "must be an http:// or https:// URL")
         self.url = url.rstrip("/")
         self.page = page
         self.chunk = chunk
+        self.workers = max(1, workers)  # concurrent bulk requests for objects that do not depend on each other
         self.requests = 0
         self._http = httpx.Client(
             base_url=self.url + "/api/",
@@ -91,11 +94,16 @@ class Nautobot:
         for i in range(0, len(items), self.chunk):
             yield items[i:i + self.chunk]
 
-    def create(self, endpoint: str, objects: list[dict]) -> list[dict]:
-        out: list[dict] = []
-        for part in self._chunks(objects):
-            out += self._call("POST", endpoint, json=part).json()
-        return out
+    def create(self, endpoint: str, objects: list[dict], parallel: bool = False) -> list[dict]:
+        """Created objects in the order given (chunks may go concurrently when `parallel`)."""
+        parts = list(self._chunks(objects))
+        post = lambda part: self._call("POST", endpoint, json=part).json()  # noqa: E731
+        if parallel and self.workers > 1 and len(parts) > 1:
+            with ThreadPoolExecutor(self.workers) as pool:
+                results = list(pool.map(post, parts))
+        else:
+            results = [post(part) for part in parts]
+        return [obj for made in results for obj in made]
 
     def update(self, endpoint: str, objects: list[dict]) -> list[dict]:
         out: list[dict] = []

@@ -87,6 +87,7 @@ class Kind:
     body: Callable[[Hashable, dict, Ctx], dict]  # natural key + fields -> API body
     params: Callable[[Ctx], dict | None] = lambda ctx: {}  # list filters; None: nothing can exist yet
     prunable: bool = True  # taggable and scoped to this pod: ours may be deleted
+    parallel: bool = False  # objects independent of each other: chunks may be sent concurrently
     label: Callable[[Hashable], str] = str
 
 
@@ -195,8 +196,9 @@ def kinds() -> list[Kind]:
              body=lambda k, f, c: {"device": c.id("devices", k[0]), "name": k[1], "type": f["type"],
                                    "speed": f["speed"], "mgmt_only": f["mgmt_only"],
                                    "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])},
-             label=lambda k: f"{k[0]}:{k[1]}"),
-        Kind("cables", "dcim/cables/", key=_cable_key, fields=_cable_fields, want=_want_cables, body=_cable_body),
+             label=lambda k: f"{k[0]}:{k[1]}", parallel=True),
+        Kind("cables", "dcim/cables/", key=_cable_key, fields=_cable_fields, want=_want_cables, body=_cable_body,
+             parallel=True),
         Kind("namespaces", "ipam/namespaces/", key=lambda o, c: o["name"], fields=lambda o, c: {},
              want=lambda c: {d_site(c): {}},
              body=lambda k, f, c: {"name": k, "description": "addresses of the pod, from the superpod plan"},
@@ -220,11 +222,11 @@ def kinds() -> list[Kind]:
                                    "description": f["description"], "status": c.id("statuses", f["status"]),
                                    "tags": c.tag_ids(f["tags"])},
              params=lambda c: {"namespace": c.id("namespaces", c.desired.site)} if c.id(
-                 "namespaces", c.desired.site) else None),
+                 "namespaces", c.desired.site) else None, parallel=True),
         Kind("ip_assignments", "ipam/ip-address-to-interface/", key=_assignment_key, fields=lambda o, c: {},
              want=lambda c: {(a.address, dev, ifname): {} for a in c.desired.addresses for dev, ifname in a.interfaces},
              body=lambda k, f, c: {"ip_address": c.id("ip_addresses", k[0]), "interface": c.id("interfaces", k[1:])},
-             label=lambda k: f"{k[0]} on {k[1]}:{k[2]}"),
+             label=lambda k: f"{k[0]} on {k[1]}:{k[2]}", parallel=True),
     ]
 
 
@@ -381,7 +383,7 @@ def sync(client: Nautobot, desired: Desired, apply: bool = False, prune: bool = 
         if kind.name == "cables":
             creates = _free_ends_only(creates, want, have, ctx, report)
         if creates:
-            made = client.create(kind.endpoint, [kind.body(k, want[k], ctx) for k in creates])
+            made = client.create(kind.endpoint, [kind.body(k, want[k], ctx) for k in creates], parallel=kind.parallel)
             for key, obj in zip(creates, made, strict=True):
                 ctx.remember(kind.name, key, obj["id"], True)
         if updates:
