@@ -7,6 +7,8 @@ from collections import Counter, defaultdict
 
 import netaddr
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import spec_with, stack_layout
 from tests.invariants import check_all, check_switch_links
@@ -110,6 +112,21 @@ def test_storage_leaves_beyond_a_spines_native_ports_split_cages_to_different_sp
     assert {lk.speed_gbps for lk in small.links if lk.tier == "storage_leaf-storage_spine"} == {400}
 
 
+def test_storage_uplinks_round_up_to_a_spine_count_that_divides_them():
+    """150 servers: three server leaf pairs of 50 x 200G (26 x 400G up, at least 1:1) beside SU
+    leaves of 2 x 400G need 3 spines, and no count of 3 or more divides both: the uplinks round
+    up to 4 spines (4 and 28 uplinks; the ratio is a ceiling) rather than refusing the spec."""
+    layout = build(spec_with("lab", scalable_units=2, max_scalable_units=2, storage_fabric={"storage_servers": 150}))
+    per_pair = defaultdict(Counter)
+    for lk in layout.links:
+        if lk.tier == "storage_leaf-storage_spine":
+            per_pair[lk.a_device][lk.b_device] += 1
+    spines = {d.name for d in layout.devices if d.role == "storage_spine"}
+    assert len(spines) == 4 and all(set(c) == spines and len(set(c.values())) == 1 for c in per_pair.values())
+    assert sum(per_pair["su01-storage-leaf"].values()) == 4 and sum(per_pair["storage-leaf-01"].values()) == 28
+    check_all(layout)
+
+
 def test_storage_servers_land_on_a_leaf_pair_routed_by_each_leaf():
     layout = build(spec_with("roce-1k", storage_fabric={"storage_servers": 80}))  # two pairs of server leaves
     leaves_of = defaultdict(set)
@@ -159,3 +176,24 @@ def test_ipoib_subnets_get_no_gateway_nobody_owns():
     assert rails
     owned = {str(netaddr.IPNetwork(a.address).ip) for a in layout.addresses}
     assert all(not a.peer or a.peer in owned for a in rails), [a for a in rails if a.peer][:2]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(storage=st.sampled_from(["sn5400", "sn5600"]), compute=st.sampled_from(["sn5400", "sn5600"]),
+       servers=st.integers(0, 150), nodes=st.sampled_from([4, 8, 16, 32]), sus=st.integers(1, 3),
+       ratio=st.sampled_from(["1:1", "2:1", "4:1", "3:1"]), inband=st.sampled_from(["sn4600c", "sn5400"]))
+def test_generated_pods_keep_native_trunks_and_server_pairs(storage, compute, servers, nodes, sus, ratio, inband):
+    try:
+        layout = build(spec_with("lab", scalable_units=sus, max_scalable_units=sus, nodes_per_su=nodes,
+                                 compute_fabric={"switch_model": compute},
+                                 storage_fabric={"switch_model": storage, "storage_servers": servers,
+                                                 "oversubscription": ratio},
+                                 management={"inband": {"switch_model": inband, "core_switch_model": inband}}))
+    except SpecError:
+        return  # refusals are pinned elsewhere
+    check_switch_links(layout)
+    leaves_of = defaultdict(set)
+    for lk in layout.links:
+        if lk.tier == "server-storage_leaf":
+            leaves_of[lk.a_device].add(lk.b_device)
+    assert len(leaves_of) == servers and all(len(v) == 2 for v in leaves_of.values())

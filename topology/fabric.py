@@ -370,6 +370,27 @@ def _two_tier_spines(uplinks: list[int], radix: int, min_spines: int, field: str
     return spines
 
 
+def _rounded_storage_spines(
+    sw: SwitchModel, speed: int, trunk: int, spec: PodSpec, min_spines: int, up: int, server_up: int,
+    server_leaves: int, server_down: int,
+) -> tuple[int, int, int]:
+    """(spines, SU leaf uplinks, server leaf uplinks): the fewest spines, each leaf's uplinks
+    rounded up to a multiple of them, that the leaves' cages and the spines' ports hold."""
+    radix, step = sw.radix(trunk), min_spines
+    node_ports = spec.nodes_per_su * len(load_catalog().nodes[spec.node_model].storage_nics)
+    for s in range(step, radix + 1, step):
+        u, su = ceil(up / s) * s, ceil(server_up / s) * s
+        fits = _fits(sw, speed, trunk, node_ports, u) and (
+            not server_leaves or _fits(sw, speed, trunk, server_down, su))
+        if fits and spec.max_su * u + server_leaves * su <= s * radix:
+            return s, u, su
+    raise SpecError(
+        "storage_fabric.oversubscription",
+        f"no storage spine count spreads {spec.max_su} SU leaves' and {server_leaves} server leaves' uplinks evenly "
+        f"within {sw.cages} cages a leaf; use fewer storage_servers or fewer scalable units",
+    )
+
+
 def storage_fabric(
     spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
 ) -> tuple[list[Device], list[Link], list[Tier]]:
@@ -421,7 +442,14 @@ def storage_fabric(
     server_up = ceil(server_down * speed / trunk / min_spines) * min_spines if groups else 0
     uplinks = [up] * spec.max_su + [server_up] * server_leaves
     leaves_max = spec.max_su + server_leaves
-    spines = _two_tier_spines(uplinks, radix, min_spines, "storage_fabric")
+    try:
+        spines = _two_tier_spines(uplinks, radix, min_spines, "storage_fabric")
+    except SpecError:
+        # The ratio is a ceiling here: round every leaf's uplinks up to a spine count that fits.
+        spines, up, server_up = _rounded_storage_spines(sw, speed, trunk, spec, min_spines, up, server_up,
+                                                        server_leaves, server_down)
+        down_cap = radix - up
+        uplinks = [up] * spec.max_su + [server_up] * server_leaves
     port = sw.port
 
     # Split cages interleave, so no two legs of one cage, at either end, reach the same switch:
