@@ -123,7 +123,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
     ]
     tiers = [
         {"fabric": t.fabric, "role": t.role, "switches": t.switches, "model": t.model, "speed_gbps": t.speed_gbps,
-         "ratio": _ratio(t.down_ports, t.up_ports)}
+         "ratio": _ratio(t.down_gbps, t.up_gbps)}  # bandwidth, down Gb/s : up Gb/s
         for t in layout.tiers
     ]
     pdu = cat.pdus[spec.racks.pdu_model]
