@@ -90,9 +90,30 @@ def optic(cat: Catalog, end: End, media: str) -> str:
     return f"generic-{end.native_gbps}G-{media}-{end.form}"
 
 
+def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> tuple[str, str, str, str]:
+    """(media, a end's part, b end's part, cable) for a link of `length` between two ends."""
+    media = choose_media(cat, lk, end_a, end_b, length)
+    if media in OPTICAL:
+        a_part, b_part = optic(cat, end_a, media), optic(cat, end_b, media)
+        cable = f"MPO-12-{media}-{length:g}m" if lk.speed_gbps >= 100 else f"LC-{media}-{length:g}m"
+        return media, a_part, b_part, cable
+    split = max(end_a, end_b, key=lambda e: e.ports_per_module)  # a breakout end: one splitter cable
+    if split.ports_per_module > 1:
+        other = end_b if split is end_a else end_a
+        assembly = (f"{media}-{split.native_gbps}G-{split.form}-to-{split.ports_per_module}x"
+                    f"{lk.speed_gbps}G-{other.form}-{length:g}m")
+    else:
+        assembly = f"{media}-{lk.speed_gbps}G-{end_a.form}-{end_b.form}-{length:g}m"
+    return media, assembly, assembly, assembly
+
+
 def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device], racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
+    # A pod has few kinds of cable end and of run: both lookups are memoized (at 100k GPUs,
+    # working each of ~300k links out afresh was over half the build)
+    ends: dict[tuple, End] = {}
+    chosen: dict[tuple, tuple[str, str, str, str]] = {}
     out = []
     for lk in links:
         a, b = by_name[lk.a_device], by_name[lk.b_device]
@@ -103,20 +124,15 @@ def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[De
             length_class = "same_row"
         else:
             length_class = "cross_row"
-        end_a, end_b = end_of(cat, a, lk), end_of(cat, b, lk)
-        media = choose_media(cat, lk, end_a, end_b, length)
-        if media in OPTICAL:
-            a_part, b_part = optic(cat, end_a, media), optic(cat, end_b, media)
-            cable = f"MPO-12-{media}-{length:g}m" if lk.speed_gbps >= 100 else f"LC-{media}-{length:g}m"
-        else:
-            split = max(end_a, end_b, key=lambda e: e.ports_per_module)  # a breakout end: one splitter cable
-            if split.ports_per_module > 1:
-                other = end_b if split is end_a else end_a
-                assembly = (f"{media}-{split.native_gbps}G-{split.form}-to-{split.ports_per_module}x"
-                            f"{lk.speed_gbps}G-{other.form}-{length:g}m")
-            else:
-                assembly = f"{media}-{lk.speed_gbps}G-{end_a.form}-{end_b.form}-{length:g}m"
-            a_part = b_part = cable = assembly
+        # end_of reads the device's model and role, the link's tier and speed, and which end it is
+        key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
+        key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
+        end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
+        end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
+        key = (end_a, end_b, length, lk.speed_gbps)
+        if key not in chosen:
+            chosen[key] = parts(cat, lk, end_a, end_b, length)
+        media, a_part, b_part, cable = chosen[key]
         out.append(
             replace(
                 lk,
