@@ -18,6 +18,7 @@ description:
   - Reads nvidia-smi, /proc/cmdline, the bootloader command line stamp, /proc/meminfo and the
     HugePages sysfs pools, cpufreq governors, cpuidle states, rail NIC link state and each rail's
     LLDP neighbor (lldpctl), which must be the rail's planned leaf port.
+  - PCIe ACS control of every PCI bridge (setpci) against host_tuning's plan (off on bare metal).
   - Returns one row per check (expected, actual, status). Never changes the node.
 options:
   expected:
@@ -298,6 +299,24 @@ def compare_cstates(idle, expected_limited, host_kernel):
     return [row("C-states", "not limited", actual, OK)]
 
 
+def compare_pcie_acs(acs, expected_disabled, host_kernel, reason=""):
+    """acs: {bridge bdf: ACSCtl hex} of the PCI bridges with ACS, or None (unreadable: reason).
+    host_tuning plans ACS off on bare metal (GPUDirect P2P through PCIe switches)."""
+    if expected_disabled is None:
+        return [row("pcie acs", "not planned", "not read", NOT_PLANNED)]
+    want = "off on every bridge" if expected_disabled else "left on"
+    if not host_kernel:
+        return [row("pcie acs", want, "PCI bridges belong to the host", SKIPPED, "container")]
+    if acs is None:
+        return [row("pcie acs", want, "unknown", SKIPPED, reason)]
+    on = sorted(bdf for bdf, ctl in acs.items() if ctl != "0000")
+    actual = f"on at {', '.join(on)}" if on else f"off on {len(acs)} bridge(s)"
+    if expected_disabled:
+        detail = "GPUDirect P2P goes through the root complex; superpod-pcie-acs.service clears it at boot"
+        return [row("pcie acs", want, actual, MISMATCH if on else OK, detail if on else "")]
+    return [row("pcie acs", want, actual, OK)]
+
+
 def compare_links(links, expected, require):
     """links: {netdev: {"operstate", "mtu", "speed"} or None when absent}.
     expected: [{"name": label, "netdev": str, "mtu": int|None, "speed": int|None (Mb/s)}]."""
@@ -463,6 +482,21 @@ def read_link(netdev):
             "speed": int(speed) if speed and speed.isdigit() else None}
 
 
+def read_pcie_acs(module, sysfs="/sys/bus/pci/devices", setpci="setpci"):
+    """({bdf: ACSCtl} of the PCI bridges with an ACS capability, reason); None when setpci is missing."""
+    path = setpci if os.path.isabs(setpci) else module.get_bin_path(setpci)
+    if not path or not os.path.exists(path):
+        return None, "setpci (pciutils) not installed"
+    acs = {}
+    for dev in sorted(glob.glob(os.path.join(sysfs, "*"))):
+        if not (_read(os.path.join(dev, "class")) or "").startswith("0x0604"):
+            continue
+        rc, out, _ = module.run_command([path, "-s", os.path.basename(dev), "ECAP_ACS+0x6.w"])
+        if rc == 0 and out.strip():  # rc != 0: no ACS capability on this bridge
+            acs[os.path.basename(dev)] = out.strip()
+    return acs, ""
+
+
 def read_lldp(module, lldpctl):
     """(neighbors, reason): neighbors None when lldpctl is missing or fails."""
     path = lldpctl if os.path.isabs(lldpctl) else module.get_bin_path(lldpctl)
@@ -513,6 +547,8 @@ def main():
     bootloader = _read(p["bootloader_stamp"])
     links = {link["netdev"]: read_link(link["netdev"]) for link in exp.get("links") or []}
     neighbors, lldp_reason = read_lldp(module, p["lldpctl"]) if p["rail_lldp"] != "off" else (None, "")
+    acs_planned = exp.get("pcie_acs_disabled") is not None and host_kernel
+    acs, acs_reason = read_pcie_acs(module) if acs_planned else (None, "")
     rows = (compare_gpus(gpus, exp, p["require_gpu"], reason)
             + compare_hugepages(parse_meminfo(_read("/proc/meminfo") or ""), read_hugepage_pools(),
                                 exp.get("hugepages") or {}, host_kernel)
@@ -521,6 +557,7 @@ def main():
                               exp.get("cmdline") or [], host_kernel)
             + compare_governor(read_governors(), exp.get("governor"), host_kernel)
             + compare_cstates(read_cpuidle(), exp.get("cstates_limited"), host_kernel)
+            + compare_pcie_acs(acs, exp.get("pcie_acs_disabled"), host_kernel, acs_reason)
             + compare_links(links, exp.get("links") or [], p["require_rail_links"])
             + compare_rail_lldp(neighbors, exp.get("links") or [], p["rail_lldp"], lldp_reason,
                                 {n for n, have in links.items() if have is None}, p["require_rail_links"]))
