@@ -26,6 +26,7 @@ CONTAINER_SWITCHES = {
     "node_check_require_gpu": False,
     "node_check_require_rail_links": False,
     "rail_network_require_links": False,
+    "host_network_require_links": False,  # no bond members or storage NICs in the containers
     "host_tuning_bios_enabled": False,
     "host_tuning_bootloader_update_command": "/usr/local/sbin/molecule-update-grub",
     "hugepages_bootloader_update_command": "/usr/local/sbin/molecule-update-grub",
