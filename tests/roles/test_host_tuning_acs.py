@@ -65,7 +65,17 @@ HOSTS = {
     "bare-metal": ({"virtualization_role": "host", "virtualization_type": "kvm"}, {}),
     "vm": ({"virtualization_role": "guest", "virtualization_type": "kvm"}, {}),
     "stuck-bridge": ({"virtualization_role": "host", "virtualization_type": "kvm"}, {}),
+    # DGX OS ships nvidia-acs-disable: host_tuning leaves ACS to it, still reads it, node_check still expects it off
+    "dgx-os": ({"virtualization_role": "host", "virtualization_type": "kvm"}, {}),
 }
+DGX_RELEASE = """DGX_NAME="DGX Server"
+DGX_PRETTY_NAME="NVIDIA DGX Server"
+DGX_SWBUILD_DATE="2024-07-18-17-08-42"
+DGX_SWBUILD_VERSION="6.3.1"
+DGX_COMMIT_ID="a1b2c3d"
+DGX_PLATFORM="DGX Server for DGX H100"
+DGX_SERIAL_NUMBER="1234567890123"
+"""
 
 
 def run(tmp, check=False, runs=1):
@@ -75,11 +85,15 @@ def run(tmp, check=False, runs=1):
             tree["0000:17:00.0"]["stuck"] = True
         if not (tmp / host).exists():
             prepare(tmp, host, tree)
+            if host == "dgx-os":
+                (tmp / host / "dgx-release").write_text(DGX_RELEASE)
     hosts = {h: dict(v, test_facts=f) for h, (f, v) in HOSTS.items()}
-    tasks = [{"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "acs_state.yml"}},
+    tasks = [{"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "dgx_os.yml"}},
+             {"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "acs_state.yml"}},
              {"name": "State", "ansible.builtin.debug": {"msg": "{{ host_tuning_pcie_acs }}"}}] * runs
     extra = {"host_tuning_pci_devices_dir": f"{tmp}/{{{{ inventory_hostname }}}}/pci",
-             "host_tuning_setpci": f"{tmp}/{{{{ inventory_hostname }}}}/setpci"}
+             "host_tuning_setpci": f"{tmp}/{{{{ inventory_hostname }}}}/setpci",
+             "host_tuning_dgx_release_file": f"{tmp}/{{{{ inventory_hostname }}}}/dgx-release"}
     return run_play(tmp, tasks, hosts, extra, check=check)
 
 
@@ -100,7 +114,7 @@ def test_bare_metal_disables_acs_on_every_bridge_once(applied):
     assert after["0000:00:01.0"] == after["0000:17:00.0"] == "0000"
     assert after["0000:00:1f.0"] == "001d" and after["0000:18:00.0"] == "0011"  # not PCI bridges: untouched
     first, second = states(results["bare-metal"])
-    assert first == second == {"disable": True, "tool": True, "enabled": [],
+    assert first == second == {"disable": True, "managed_by": "host_tuning", "tool": True, "enabled": [],
                                "bridges": {"0000:00:01.0": "0000", "0000:17:00.0": "0000", "0000:17:01.0": "0000"}}
     writers = [r for r in results["bare-metal"] if "Disable PCIe ACS" in r["task"]]
     assert [bool(r.get("changed")) for r in writers] == [True, False]
@@ -112,6 +126,19 @@ def test_vm_keeps_acs_and_reports_it(applied):
     assert states(results["vm"])[0]["disable"] is False
     assert states(results["vm"])[0]["enabled"] == ["0000:00:01.0", "0000:17:00.0"]
     assert not [r for r in results["vm"] if r.get("changed")]
+
+
+def test_dgx_os_leaves_acs_to_its_own_package(applied):
+    tmp, results = applied
+    assert acs(tmp, "dgx-os") == {k: v.get("acs") for k, v in TREE.items()}  # nothing written
+    state = states(results["dgx-os"])[0]
+    assert state["disable"] is True and state["managed_by"] == "dgx-os (nvidia-acs-disable)"
+    assert state["enabled"] == ["0000:00:01.0", "0000:17:00.0"]  # what node_check will flag
+    dgx = [r for r in results["dgx-os"] if "Record whether this is DGX OS" in r["task"]][0]["ansible_facts"]
+    assert dgx["host_tuning_dgx_os"]["dgx_swbuild_version"] == "6.3.1"
+    assert "dgx_serial_number" not in dgx["host_tuning_dgx_os"]
+    bare = [r for r in results["bare-metal"] if "Record whether this is DGX OS" in r["task"]][0]["ansible_facts"]
+    assert bare["host_tuning_dgx_os"] == {}
 
 
 def test_a_bridge_that_keeps_acs_fails_naming_it(applied):
