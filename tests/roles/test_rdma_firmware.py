@@ -165,3 +165,26 @@ def test_check_mode_reports_the_change_and_sets_nothing(tmp_path):
     changed = [r for r in results["roce-from-ib"] if r.get("changed")]
     assert changed and all("LINK_TYPE_P1=2" in json.dumps(r) for r in changed)
     assert not [r for r in results["ib-as-planned"] if r.get("changed")]
+
+
+@pytest.mark.parametrize("loaded,installed,reason", [
+    ("A1B2C3D4E5F6A7B8C9D0E1F", "A1B2C3D4E5F6A7B8C9D0E1F", False),   # running what is installed
+    ("A1B2C3D4E5F6A7B8C9D0E1F", "0F1E2D3C4B5A69788796A5B", True),    # DOCA's ib_core installed, inbox one loaded
+    (None, "0F1E2D3C4B5A69788796A5B", False),                       # ib_core not loaded (no RDMA NIC)
+])
+def test_rdma_core_replaced_under_the_running_kernel_is_a_reboot_reason(tmp_path, loaded, installed, reason):
+    srcversion = tmp_path / "srcversion"
+    if loaded:
+        srcversion.write_text(loaded + "\n")
+    modinfo = tmp_path / "modinfo"
+    modinfo.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = '-F srcversion ib_core' ] && echo {installed}\n")
+    modinfo.chmod(0o755)
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "core.yml"}},
+             {"name": "Reasons", "ansible.builtin.debug": {"msg": "{{ rdma_core_reboot_reasons }}"}}]
+    results = run_play(tmp_path, tasks, {"node": {}}, {"rdma_ib_core_srcversion_file": str(srcversion),
+                                                       "rdma_modinfo_command": str(modinfo)})
+    [got] = reasons(results["node"])
+    assert (got != []) == reason
+    if reason:
+        assert got == [f"RDMA core: the loaded ib_core (srcversion {loaded}) is not the installed one ({installed}; "
+                       "DOCA or a kernel update replaced it): reboot (or restart openibd)"]
