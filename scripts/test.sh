@@ -24,6 +24,12 @@ if [[ -x scripts/molecule.sh && -d tests/e2e ]]; then
     pytest -q -p no:cacheprovider -m e2e tests/e2e'
 fi
 
+# Nautobot publish tests: a real Nautobot (scripts/nautobot-lab.sh: its own venv, PostgreSQL and Redis
+# on loopback; migrations run once per Nautobot version, then a cached database is restored in ~30 s).
+if [[ -d tests/nautobot ]]; then
+  run_bg nautobot pytest -q -p no:cacheprovider -m nautobot tests/nautobot
+fi
+
 # Every step runs even when an earlier one fails (one CI run shows every failure), and the
 # background jobs are always waited for. Interrupted, it signals them and their children and
 # stops (containers a killed scenario started stay: scripts/molecule.sh destroys them next run).
@@ -62,7 +68,7 @@ if compgen -G "roles/*/tasks" >/dev/null; then
   step ansible-lint ansible-lint --profile production --offline -q "${lint_targets[@]}"
 fi
 
-step pytest pytest -q -n 2 -p no:cacheprovider -m "not e2e" tests  # the e2e runs as its own job above
+step pytest pytest -q -n 2 -p no:cacheprovider -m "not e2e and not nautobot" tests  # those two: own jobs above
 # Each agent package is its own pytest run: its tests/ package would clash with ours.
 for agent_tests in agents/*/tests; do
   step "pytest $agent_tests" pytest -q -n 2 -p no:cacheprovider "$agent_tests"

@@ -1,0 +1,154 @@
+"""superpod publish against a real Nautobot (scripts/nautobot-lab.sh): the lab pod is published, read
+back over REST (by this test's own reader, not the publisher's) and compared object by object;
+a second publish changes nothing; a grown SU adds only new objects; a cable re-plugged by hand in
+Nautobot is named by `superpod diff --nautobot`. Tests run in file order and share the server."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+import pytest
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT, spec_with, stack_layout
+from topology.build import build
+from topology.cli import app
+from topology.publish.desired import desired_objects
+from topology.publish.nautobot import Nautobot, read_token
+from topology.publish.sync import sync
+
+pytestmark = [pytest.mark.nautobot, pytest.mark.timeout(2400)]
+
+
+class Reader:
+    """What Nautobot holds, read with depth=1 so related objects come with their names."""
+
+    def __init__(self, url: str, token: str):
+        self.http = httpx.Client(base_url=url + "/api/", headers={"Authorization": f"Token {token}"}, timeout=600)
+
+    def all(self, endpoint: str, **params) -> list[dict]:
+        out, offset = [], 0
+        while True:
+            body = self.http.get(endpoint, params={**params, "limit": 1000, "offset": offset}).raise_for_status().json()
+            out += body["results"]
+            if not body["next"]:
+                return out
+            offset += 1000
+
+    def pod(self, site: str) -> dict:
+        devices = self.all("dcim/devices/", location=site, depth=1)
+        ifaces = self.all("dcim/interfaces/", location=site, depth=1)
+        by_id = {i["id"]: (i["device"]["name"], i["name"]) for i in ifaces}
+        cables = [c for c in self.all("dcim/cables/")
+                  if c["termination_a_id"] in by_id or c["termination_b_id"] in by_id]
+        ips = {ip["id"]: ip["address"] for ip in self.all("ipam/ip-addresses/", namespace=site)}
+        assigned: dict[str, set] = {}
+        for a in self.all("ipam/ip-address-to-interface/"):
+            if a["ip_address"]["id"] in ips:
+                assigned.setdefault(ips[a["ip_address"]["id"]], set()).add(by_id[a["interface"]["id"]])
+        return {
+            "devices": {d["name"]: ((d["rack"] or {}).get("name"), d["position"], d["device_type"]["model"],
+                                    d["role"]["name"], d["custom_fields"].get("superpod_asn"),
+                                    frozenset(t["name"] for t in d["tags"])) for d in devices},
+            "interfaces": {by_id[i["id"]]: (i["type"]["value"] if isinstance(i["type"], dict) else i["type"],
+                                            i["speed"]) for i in ifaces},
+            "cables": {c["label"]: frozenset({by_id.get(c["termination_a_id"]), by_id.get(c["termination_b_id"])})
+                       for c in cables},
+            "addresses": {addr: frozenset(ifs) for addr, ifs in assigned.items()},
+            "prefixes": {p["prefix"] for p in self.all("ipam/prefixes/", namespace=site)},
+            "racks": {r["name"]: (r["rack_group"]["name"], r["u_height"])
+                      for r in self.all("dcim/racks/", location=site, depth=1)},
+        }
+
+
+def expected(desired) -> dict:
+    return {
+        "devices": {d.name: (d.rack, d.position, d.device_type, d.role, d.asn, frozenset(d.tags))
+                    for d in desired.devices},
+        "interfaces": {(i.device, i.name): (i.type, i.speed_kbps) for i in desired.interfaces},
+        "cables": {c.label: c.ends for c in desired.cables},
+        "addresses": {a.address: frozenset(a.interfaces) for a in desired.addresses},
+        "prefixes": {p.prefix for p in desired.prefixes},
+        "racks": {r.name: (r.row, r.u_height) for r in desired.racks},
+    }
+
+
+@pytest.fixture(scope="module")
+def server(nautobot_server):
+    url, token_file = nautobot_server
+    token = read_token(token_file)
+    return url, token_file, token, Reader(url, token)
+
+
+def publish(server, layout, **kw):
+    url, _, token, _ = server
+    with Nautobot(url, token) as client:
+        return sync(client, desired_objects(layout), apply=True, **kw)
+
+
+def test_publish_matches_the_plan_object_by_object(server):
+    desired = desired_objects(stack_layout("lab"))
+    report = publish(server, stack_layout("lab"))
+    actions = {c.action for changes in report.changes.values() for c in changes}
+    assert "create" in actions and not actions & {"delete", "conflict"}, report.counts()
+    held, want = server[3].pod("lab"), expected(desired)
+    for kind in want:
+        missing = {k: v for k, v in want[kind].items() if held[kind].get(k) != v} if isinstance(want[kind], dict) \
+            else want[kind] - held[kind]
+        extra = set(held[kind]) - set(want[kind])
+        assert not missing and not extra, f"{kind}: differ {list(missing)[:5]}, not in plan {list(extra)[:5]}"
+
+
+def test_second_publish_changes_nothing(server):
+    report = publish(server, stack_layout("lab"))
+    assert report.total == 0, report.counts()
+
+
+def test_grown_su_adds_only_new_objects(server):
+    grown = build(spec_with("lab", scalable_units=2))
+    before, after = expected(desired_objects(stack_layout("lab"))), expected(desired_objects(grown))
+    report = publish(server, grown)
+    assert all(c.action == "create" for changes in report.changes.values() for c in changes), report.counts()
+    assert report.counts()["devices"]["create"] == len(set(after["devices"]) - set(before["devices"])) > 0
+    assert report.counts()["cables"]["create"] == len(set(after["cables"]) - set(before["cables"])) > 0
+    assert server[3].pod("lab")["cables"] == after["cables"]
+    assert publish(server, grown).total == 0
+
+
+def test_a_cable_replugged_in_nautobot_is_named_by_diff(server):
+    url, token_file, token, reader = server
+    grown = build(spec_with("lab", scalable_units=2))
+    cable = next(c for c in desired_objects(grown).cables if c.label == "NL-000001")
+    http = reader.http
+    leaf = http.get("dcim/devices/", params={"name": cable.b_device, "location": "lab"}).json()["results"][0]
+    spare = http.post("dcim/interfaces/", json={"device": leaf["id"], "name": "swp99", "type": "400gbase-x-osfp",
+                                                "status": {"name": "Active"}}).raise_for_status().json()
+    old = http.get("dcim/cables/", params={"label": "NL-000001"}).json()["results"][0]
+    http.delete(f"dcim/cables/{old['id']}/").raise_for_status()
+    http.post("dcim/cables/", json={"termination_a_type": "dcim.interface", "termination_a_id": old["termination_a_id"],
+                                    "termination_b_type": "dcim.interface", "termination_b_id": spare["id"],
+                                    "label": "NL-000001", "status": {"name": "Connected"}}).raise_for_status()
+    result = CliRunner().invoke(app, ["diff", "--nautobot", url, "--token-file", str(token_file), "--limit", "0",
+                                      "-C", str(ROOT), "lab"], env={"COLUMNS": "200"})
+    assert result.exit_code == 1, result.output
+    # the grown plan is not lab's stack file: only the hand edit and the grown SU's objects may differ
+    line = next(x for x in result.output.splitlines() if "NL-000001" in x)
+    assert "ends" in line and "swp99" in line and cable.b_interface in line, line
+    assert token not in result.output
+
+
+def test_token_never_printed_or_written(server):
+    url, token_file, token, _ = server
+    superpod = str(Path(sys.executable).parent / "superpod")
+    out = subprocess.run([superpod, "publish", "--stack", "lab", "--nautobot", url,
+                          "--token-file", str(token_file), "--dry-run", "-C", str(ROOT)], capture_output=True,
+                         text=True, cwd=ROOT, timeout=900)
+    assert token not in out.stdout + out.stderr
+    build_dir = ROOT / "build"
+    if build_dir.exists():
+        for path in build_dir.rglob("*"):
+            if path.is_file() and path.stat().st_size < 5_000_000:
+                assert token not in path.read_text(errors="ignore"), path
