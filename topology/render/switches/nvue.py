@@ -6,7 +6,7 @@ import functools
 import re
 
 from topology.render.files import GENERATED
-from topology.render.switches.intent import Qos, SwitchIntent
+from topology.render.switches.intent import Port, Qos, SwitchIntent
 
 
 def _speed(gbps: int) -> str:
@@ -25,15 +25,7 @@ def _interfaces(sw: SwitchIntent) -> dict:
     for b in sw.breakouts:
         out[b.cage] = {"type": "swp", "link": {"breakout": {f"{b.lanes}x": {}}}}
     for p in sw.ports:
-        link: dict = {"mtu": p.mtu, "speed": _speed(p.speed_gbps), "state": {"up": {}}}
-        iface: dict = {"type": "swp", "description": p.peer, "link": link}
-        if p.address:
-            iface["ip"] = {"address": {p.address: {}}}
-        if p.access_vlan is not None:
-            iface["bridge"] = {"domain": {"br_default": {"access": p.access_vlan}}}
-        if p.lossless:
-            iface["qos"] = {"pfc-watchdog": {"state": "enabled"}}
-        out[p.name] = iface
+        out[p.name] = _PortBlock(p)
     out.update(_bonds(sw))
     for svi in sw.svis:
         ip: dict = {"address": {svi.address: {}}}
@@ -41,6 +33,30 @@ def _interfaces(sw: SwitchIntent) -> dict:
             ip["vrr"] = {"address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, "state": {"up": {}}}
         out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, "ip": ip}
     return out
+
+
+class _PortBlock:
+    """A switch port's NVUE block from a fixed template: ports are most of a switch's lines (64 to
+    128 a leaf), and writing each from a nested dict was most of the render at 100k GPUs. The
+    shape: type, description, link (mtu, speed, state up), then ip address, bridge access VLAN
+    and the PFC watchdog where they apply."""
+
+    __slots__ = ("port",)
+
+    def __init__(self, port: Port):
+        self.port = port
+
+    def write(self, pad: str, out: list[str]) -> None:
+        p = self.port
+        out.append(f"{pad}type: swp\n{pad}description: {_scalar(p.peer)}\n{pad}link:\n{pad}  mtu: {_scalar(p.mtu)}\n"
+                   f"{pad}  speed: {_scalar(_speed(p.speed_gbps))}\n{pad}  state:\n{pad}    up: {{}}\n")
+        if p.address:
+            out.append(f"{pad}ip:\n{pad}  address:\n{pad}    {_scalar(p.address)}: {{}}\n")
+        if p.access_vlan is not None:
+            vlan = _scalar(p.access_vlan)
+            out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")
+        if p.lossless:
+            out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enabled\n")
 
 
 def _bonds(sw: SwitchIntent) -> dict:
@@ -198,5 +214,8 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
                 _emit(v, pad + "  ", out)
             else:
                 out.append(f"{pad}{_scalar(k)}: {{}}\n")
+        elif v.__class__ is _PortBlock:
+            out.append(f"{pad}{_scalar(k)}:\n")
+            v.write(pad + "  ", out)
         else:
             out.append(f"{pad}{_scalar(k)}: {_scalar(v)}\n")
