@@ -39,17 +39,14 @@ need_debian_packages() {
   # Debian starts its own cluster and Redis on the default ports; ours use private ones.
 }
 
-ensure_venv() {
-  if [[ ! -x $venv/bin/nautobot-server ]]; then
+ensure_venv() {  # a marker written after a complete install: an interrupted one is redone
+  if [[ ! -f $venv/.superpod-installed ]]; then
     log "installing nautobot==$version into $venv"
-    mkdir -p "$cache"
-    python3 -m venv "$venv.tmp.$$"
-    "$venv.tmp.$$/bin/pip" install -q "nautobot==$version" 2>&1 | grep -v '^WARNING: Location' >&2 || true
-    [[ -x $venv.tmp.$$/bin/nautobot-server ]] || { log "pip install nautobot==$version failed"; exit 1; }
-    rm -rf "$venv" && mv "$venv.tmp.$$" "$venv"
-    # a venv's scripts name their interpreter by absolute path: rewrite the moved one's
-    sed -i "1s|$venv.tmp.$$|$venv|" "$venv"/bin/*
-    sed -i "s|$venv.tmp.$$|$venv|g" "$venv/pyvenv.cfg" "$venv/bin/activate"
+    rm -rf "$venv" && mkdir -p "$cache"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q "nautobot==$version" 2>&1 | grep -v '^WARNING: Location' >&2 || true
+    [[ -x $venv/bin/nautobot-server ]] || { log "pip install nautobot==$version failed"; exit 1; }
+    touch "$venv/.superpod-installed"
   fi
 }
 
