@@ -106,9 +106,13 @@ def check_switch_links(layout: Layout) -> None:
         sa, sb = cat.switches[a.model], cat.switches[b.model]
         na, nb = _native(sa, lk.a_port), _native(sb, lk.b_port)
         what = f"{lk.a_device} {lk.a_port} - {lk.b_device} {lk.b_port}: {lk.speed_gbps}G"
-        if lk.speed_gbps < min(na, nb):  # only where a storage spine's native ports cannot reach every leaf
-            leaves = sum(1 for d in layout.devices if d.role == "storage_leaf" and d.name.startswith("storage-leaf"))
-            assert lk.fabric == "storage" and layout.spec.max_su + leaves > sb.radix(nb), what
+        if lk.speed_gbps < min(na, nb):  # only where unsplit uplinks cannot reach every spine
+            if lk.fabric == "compute":
+                leaf = next(t for t in layout.tiers if t.role == "leaf")
+                assert layout.facts["tiers"] == 2 and layout.facts["spines_end_state"] > leaf.up_gbps // na, what
+            else:
+                leaves = sum(d.role == "storage_leaf" and d.name.startswith("storage-leaf") for d in layout.devices)
+                assert lk.fabric == "storage" and layout.spec.max_su + leaves > sb.radix(nb), what
         else:
             assert lk.speed_gbps == min(na, nb), what
         for dev, port, native, sw in ((lk.a_device, lk.a_port, na, sa), (lk.b_device, lk.b_port, nb, sb)):

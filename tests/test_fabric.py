@@ -73,8 +73,8 @@ def test_three_su_pod_uses_four_su_spines():
 
 
 # SN5600 (800G cages) pods: tests/test_switch_links.py reproduces one plane of NVIDIA's DGX
-# SuperPOD B300 Spectrum-X counts (1-8 SUs of 64 nodes, 800G uplinks) and shows 16 such SUs
-# need a core tier once uplinks run at the cage's native 800G.
+# SuperPOD B300 Spectrum-X counts (1-8 SUs of 64 nodes, 800G uplinks; 16 SUs with each 800G
+# cage split into 400G legs to two spines, in two tiers).
 
 
 def test_names_are_positional():

@@ -77,13 +77,17 @@ def test_sn5600_pods_match_one_plane_of_nvidias_spectrum_x_ra(sus):
     check_all(layout)
 
 
-def test_sixteen_sn5600_sus_need_a_core_tier():
-    """The RA's 16-SU row (64 spines a plane) has leaves that do not reach every spine; here every
-    leaf reaches every spine of its group equally, and 32 x 800G uplinks cannot reach 64 spines:
-    the pod is built in three tiers, all switch-to-switch links at 800G."""
+def test_sixteen_sn5600_sus_split_800g_cages_to_two_spines():
+    """The RA's 16-SU row: 128 leaves and 64 spines a plane, 4,096 leaf-spine cables. 32 x 800G
+    uplinks cannot reach 64 spines unsplit, so each 800G cage runs as 2 x 400G legs to two
+    different spines (8,192 legs, two a cable), in two tiers instead of a core tier."""
     layout = build(_sn5600(16))
-    assert layout.facts["tiers"] == 3 and layout.facts["gpus"] == 8192
-    assert {lk.speed_gbps for lk in layout.links if lk.tier in ("leaf-spine", "spine-core")} == {800}
+    roles = Counter(d.role for d in layout.devices)
+    ups = [lk for lk in layout.links if lk.tier == "leaf-spine"]
+    assert layout.facts["tiers"] == 2 and layout.facts["gpus"] == 8192
+    assert (roles["leaf"], roles["spine"], roles["core"]) == (128, 64, 0)
+    assert len(ups) == 8192 and {lk.speed_gbps for lk in ups} == {400} and {lk.a_shared for lk in ups} == {2}
+    check_switch_links(layout)  # each leg of a cage, at both ends, to a different switch
 
 
 def test_spine_count_that_does_not_divide_names_one_that_does():

@@ -108,6 +108,7 @@ class ComputeSizing:
     cores_per_group: int
     spine_links_per_core: int
     up_speed: int = 0  # leaf uplinks, spine and core ports: the cage's native speed
+    legs: int = 1  # >1: two tiers over split cages, each leg of a cage to a different spine
 
     @property
     def spines_max(self) -> int:
@@ -179,6 +180,17 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
             speed, radix, rails, slots, down_capacity, up, 2, spines, spec.max_su, 1, up // spines, radix, 0, 0, 0,
             up_speed,
         )
+    # Before a core tier: split the uplink cages into legs no slower than the NICs, each leg to a
+    # different spine (NVIDIA's Spectrum-X RA reaches 16 SUs of SN5600 in two tiers this way).
+    for leg in sorted((v for v in sw.lanes if speed <= v < up_speed), reverse=True):
+        legs, leg_radix = sw.lanes[leg] // sw.lanes[up_speed], sw.radix(leg)
+        leg_up = up * legs
+        spines = smallest_divisor_at_least(leg_up, max(legs, ceil(leaves_max * leg_up / leg_radix)))
+        if spines is not None and leaves_max % legs == 0:
+            return ComputeSizing(
+                speed, leg_radix, rails, slots, leg_radix - leg_up, leg_up, 2, spines, spec.max_su, 1,
+                leg_up // spines, leg_radix, 0, 0, 0, leg, legs,
+            )
 
     # Three tiers: blocks of whole SUs, one spine per leaf uplink in each block.
     spine_down = radix // 2
@@ -301,13 +313,19 @@ def _two_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[Devi
     port = load_catalog().switches[spec.compute_fabric.switch_model].port
     devices += [_switch(spec, names.spine(s), "spine", s) for s in range(sz.spines_per_block)]
     lps = sz.leaf_links_per_spine
+    leaves_max = spec.max_su * sz.rails
     for g in range(spec.scalable_units * sz.rails):
         su, rail = divmod(g, sz.rails)
         for j in range(sz.up):
-            s, link = divmod(j, lps)
+            if sz.legs > 1:  # split cages: leg j to spine j mod spines; a spine's legs by link, then leaf
+                link, s = divmod(j, sz.spines_per_block)
+                spine_port = link * leaves_max + g
+            else:
+                s, link = divmod(j, lps)
+                spine_port = g * lps + link
             links.append(
                 Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.up_speed), names.spine(s),
-                     port(g * lps + link, sz.up_speed), "compute", "leaf-spine", sz.up_speed, slot=g * sz.up + j)
+                     port(spine_port, sz.up_speed), "compute", "leaf-spine", sz.up_speed, slot=g * sz.up + j)
             )
 
 
