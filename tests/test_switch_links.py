@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.conftest import spec_with, stack_layout
-from tests.invariants import check_all, check_switch_links
+from tests.invariants import check_all, check_growth, check_switch_links
 from topology.build import build
 from topology.errors import SpecError
 from topology.render.summary import summary
@@ -88,6 +88,14 @@ def test_sixteen_sn5600_sus_split_800g_cages_to_two_spines():
     assert (roles["leaf"], roles["spine"], roles["core"]) == (128, 64, 0)
     assert len(ups) == 8192 and {lk.speed_gbps for lk in ups} == {400} and {lk.a_shared for lk in ups} == {2}
     check_switch_links(layout)  # each leg of a cage, at both ends, to a different switch
+
+
+def test_split_cages_are_growth_stable():
+    small = build(_sn5600(1, max_scalable_units=16))
+    big = build(_sn5600(2, max_scalable_units=16))
+    assert {lk.speed_gbps for lk in small.links if lk.tier == "leaf-spine"} == {400}
+    check_growth(small, big)
+    check_switch_links(big)
 
 
 def test_spine_count_that_does_not_divide_names_one_that_does():
