@@ -108,7 +108,7 @@ def test_spine_count_that_does_not_divide_names_one_that_does():
 def test_uplinks_that_are_not_whole_ports_name_the_ratio():
     with pytest.raises(SpecError) as e:
         build(_sn5600(1, nodes_per_su=3))  # 3 x 400G = 1,200 Gb/s: 1.5 uplinks of 800G
-    assert e.value.field == "compute_fabric.oversubscription"
+    assert e.value.field == "compute_fabric.oversubscription" and "nodes_per_su 4" in str(e.value)
 
 
 def test_storage_leaves_beyond_a_spines_native_ports_split_cages_to_different_spines():

@@ -43,10 +43,13 @@ def split_ports(
     if at_least is not None:
         up = ceil(up_bw / (d * up_speed) / at_least) * at_least
     elif up_bw % (d * up_speed):
+        works = next(n for n in range(down_used + 1, down_used + d * up_speed + 1)
+                     if n * down_speed * u % (d * up_speed) == 0)
         raise SpecError(
             field,
             f"{down_used} x {down_speed}G down at {oversubscription} (down:up Gb/s) need "
-            f"{up_bw / d / up_speed:g} uplinks of {up_speed}G: not a whole number of ports",
+            f"{up_bw / d / up_speed:g} uplinks of {up_speed}G: not a whole number of ports "
+            f"(e.g. {works} down ports: nodes_per_su {works})",
         )
     else:
         up = up_bw // (d * up_speed)
