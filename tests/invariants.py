@@ -77,8 +77,8 @@ def check_fabric(layout: Layout) -> None:
     check_switch_links(layout)
 
 
-SWITCH_ROLES = ("leaf", "spine", "core", "storage_leaf", "storage_spine", "inband_switch", "inband_core",
-                "oob_switch", "oob_aggregation")
+SWITCH_ROLES = ("leaf", "spine", "core", "storage_leaf", "storage_spine", "inband_switch", "inband_spine",
+                "inband_core", "oob_switch", "oob_aggregation")
 
 
 def _native(sw, port: str) -> int:
