@@ -7,6 +7,7 @@ publisher (topology/publish/desired.py)."""
 
 from __future__ import annotations
 
+import functools
 import re
 from pathlib import Path
 
@@ -18,11 +19,13 @@ ASN_FIELD = "superpod_asn"  # device custom field: NetBox's ASN model attaches t
 RIR = "RFC 6996 private"
 
 
+@functools.lru_cache(maxsize=4096)  # names and tag sets repeat on every device and cable of an SU
 def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "-", text.lower()).strip("-")
 
 
-def _tags(tags) -> str:
+@functools.lru_cache(maxsize=4096)
+def _tags(tags: tuple[str, ...]) -> str:
     return ",".join(slug(t) for t in tags)
 
 
