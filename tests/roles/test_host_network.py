@@ -6,6 +6,7 @@ Only Debian's files are applied anywhere in CI (molecule): this is the Ubuntu an
 from __future__ import annotations
 
 import configparser
+import os
 
 import pytest
 import yaml
@@ -165,3 +166,49 @@ def test_the_connection_link_is_protected(tmp_path):
     results = run_play(tmp_path, [task, show], hosts)
     for name, (_, _, want) in CASES.items():
         assert debug_values(results[name])[-1] == want, name
+
+
+FAKE_NETWORKCTL = """#!/bin/sh
+echo "$0 $*" | sed 's|.*/||' >> "$FAKE_NETWORK_LOG"
+"""
+PLAN = [{"kind": "bond", "netdev": "bond0", "members": ["enp41s0f1np1", "enp170s0f1np1"]},
+        {"kind": "member", "netdev": "enp41s0f1np1"}, {"kind": "member", "netdev": "enp170s0f1np1"},
+        {"kind": "storage", "netdev": "enp41s0f0np0"}, {"kind": "storage", "netdev": "enp170s0f0np0"}]
+APPLY_CASES = {
+    # Ansible is connected through bond0 and only a storage NIC changed: only that NIC is reconfigured.
+    "storage_changed": (["bond0", "enp41s0f1np1", "enp170s0f1np1"], ["enp170s0f0np0"],
+                        ["networkctl reload", "networkctl reconfigure enp170s0f0np0"], []),
+    # The bond's file changed too: nothing is reloaded (a reload would reconfigure the bond): held.
+    "bond_changed": (["bond0", "enp41s0f1np1", "enp170s0f1np1"], ["bond0", "enp41s0f0np0"], [],
+                     ["bond0", "enp41s0f1np1", "enp170s0f1np1"]),
+    # First install over a provisioning NIC: the bond is not protected and is applied live.
+    "bond_first_install": (["eno1"], ["bond0"], ["networkctl reload",
+                                                 "networkctl reconfigure enp41s0f1np1 enp170s0f1np1"], []),
+}
+
+
+def test_only_changed_unprotected_links_are_reconfigured(tmp_path, monkeypatch):
+    """The networkd/netplan apply step as the role runs it, with a stand-in networkctl that records its calls."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "networkctl").write_text(FAKE_NETWORKCTL)
+    (bin_dir / "networkctl").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    apply_tasks = load(ROLE / "tasks/apply-networkd.yml")
+    show = {"name": "show", "ansible.builtin.debug": {"msg": "{{ host_network_held }}"}}
+    for name, (protected, changed, calls, held) in APPLY_CASES.items():
+        log = tmp_path / f"{name}.log"
+        log.write_text("")
+        host = {
+            "host_network_protected": protected, "host_network_can_netadmin": True,
+            "host_network_present": [p["netdev"] for p in PLAN if p["kind"] != "bond"],
+            "host_network_inband_interface": "bond0", "host_network_file_prefix": "60-superpod-host-",
+            "host_network_render_argvs": [], "host_network_removed": {"results": []},
+            "host_network_written": [{"changed": p["netdev"] in changed, "item": p} for p in PLAN
+                                     if p["kind"] != "member"],
+        }
+        monkeypatch.setenv("FAKE_NETWORK_LOG", str(log))
+        (tmp_path / name).mkdir()
+        results = run_play(tmp_path / name, apply_tasks + [show], {name: host})
+        assert log.read_text().splitlines() == calls, name
+        assert debug_values(results[name])[-1] == held, name
