@@ -206,10 +206,25 @@ def check_racks(layout: Layout) -> None:
             taken[(d.rack, u)] = d.name
 
 
+def check_gateways_owned(layout: Layout) -> None:
+    """Every gateway a host is given (every pool, OOB included) is an address of a named
+    interface of another device, in the host's subnet."""
+    owner = defaultdict(set)
+    for a in layout.addresses:
+        owner[(str(netaddr.IPNetwork(a.address).ip), a.network)].add((a.device, a.interface))
+    for a in layout.addresses:
+        if a.peer and not a.network.endswith("/31"):
+            holders = owner.get((a.peer, a.network), set())
+            # a host's gateway is another device's; a switch may answer for its own subnet (VRR)
+            assert holders and all(dev != a.device or i.endswith("-v0") for dev, i in holders), (
+                f"gateway {a.peer} of {a} owned by none")
+
+
 def check_all(layout: Layout) -> None:
     check_fabric(layout)
     check_addresses(layout)
     check_racks(layout)
+    check_gateways_owned(layout)
 
 
 def check_growth(small: Layout, big: Layout) -> None:

@@ -11,7 +11,7 @@ import pytest
 from tests.conftest import spec_with, stack_layout
 from topology.build import build
 
-OWNED_POOLS = ("inband", "storage", "rails")
+OWNED_POOLS = ("inband", "storage", "rails", "oob")
 
 
 def _owned(layout) -> dict[str, set[tuple[str, str]]]:

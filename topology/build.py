@@ -6,6 +6,7 @@ from topology import catalog, ipam
 from topology.cabling import with_cables
 from topology.fabric import compute_fabric, names_for, size_compute, storage_fabric
 from topology.inband import inband_fabric
+from topology.mgmt_net import oob_uplinks
 from topology.model import Layout, Link
 from topology.racks import place_racks
 from topology.spec import PodSpec
@@ -34,6 +35,7 @@ def build(spec: PodSpec) -> Layout:
         tiers += t
     devices, oob_links, racks, rack_positions = place_racks(spec, cat, names, devices)
     links += oob_links
+    links += oob_uplinks(spec, cat, devices, links)
     check_ports(links)
     links = with_cables(spec, cat, links, devices, racks)
     addresses, asns = ipam.plan(spec, cat, sizing, devices, links, racks, rack_positions)

@@ -157,13 +157,15 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
     leaves_max = spec.max_su * rails
     need = ceil(leaves_max * up / radix)
 
-    if cf.spine_count is not None:
+    if cf.spine_count is not None:  # two tiers only: a core tier's blocks get one spine per leaf uplink
         s = cf.spine_count
         if up % s:
-            works = smallest_divisor_at_least(up, max(s, need)) or up
+            works = smallest_divisor_at_least(up, need)
             raise SpecError(
                 "compute_fabric.spine_count",
-                f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up}, e.g. {works})",
+                f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up}"
+                + (f", e.g. {works})" if works else
+                   "; no two-tier count takes every leaf: leave spine_count unset for a core tier)"),
             )
         if s < need:
             raise SpecError(
@@ -393,22 +395,49 @@ def _two_tier_spines(uplinks: list[int], radix: int, min_spines: int, field: str
 
 def _rounded_storage_spines(
     sw: SwitchModel, speed: int, trunk: int, spec: PodSpec, min_spines: int, up: int, server_up: int,
-    server_leaves: int, server_down: int,
+    server_leaves: int, server_down: int, per_su: int = 1,
 ) -> tuple[int, int, int]:
     """(spines, SU leaf uplinks, server leaf uplinks): the fewest spines, each leaf's uplinks
     rounded up to a multiple of them, that the leaves' cages and the spines' ports hold."""
     radix, step = sw.radix(trunk), min_spines
-    node_ports = spec.nodes_per_su * len(load_catalog().nodes[spec.node_model].storage_nics)
+    node_ports = ceil(spec.nodes_per_su / per_su) * len(load_catalog().nodes[spec.node_model].storage_nics)
     for s in range(step, radix + 1, step):
         u, su = ceil(up / s) * s, ceil(server_up / s) * s
         fits = _fits(sw, speed, trunk, node_ports, u) and (
             not server_leaves or _fits(sw, speed, trunk, server_down, su))
-        if fits and spec.max_su * u + server_leaves * su <= s * radix:
+        if fits and spec.max_su * per_su * u + server_leaves * su <= s * radix:
             return s, u, su
     raise SpecError(
         "storage_fabric.oversubscription",
-        f"no storage spine count spreads {spec.max_su} SU leaves' and {server_leaves} server leaves' uplinks evenly "
+        f"storage fabric: no spine count spreads {spec.max_su * per_su} SU leaves' and {server_leaves} server leaves' "
+        "uplinks evenly "
         f"within {sw.cages} cages a leaf; use fewer storage_servers or fewer scalable units",
+    )
+
+
+def storage_leaves_per_su(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
+    """(storage leaves per SU, nodes per leaf): the seed's one leaf ("8+1") while it holds the
+    SU's storage ports and their uplinks at the ratio, else the fewest leaves that do (nodes
+    split evenly, in order)."""
+    sf = spec.storage_fabric
+    node = cat.nodes[spec.node_model]
+    sw = cat.switches[sf.switch_model]
+    speed, ppn = node.storage_nic_speed_gbps, len(node.storage_nics)
+    trunks = [trunk_speed(sw, sw)] + sorted((v for v in sw.lanes if speed <= v < sw.native_gbps), reverse=True)
+
+    def fits(nodes: int, d: int, u: int) -> bool:  # at some trunk speed storage_fabric may pick
+        return any(_fits(sw, speed, t, nodes * ppn, ceil(nodes * ppn * speed * u / (d * t) / sf.min_spines)
+                         * sf.min_spines) for t in trunks)
+
+    d, u = ratio(sf.oversubscription)
+    for leaves in range(1, spec.nodes_per_su + 1):
+        if fits(ceil(spec.nodes_per_su / leaves), d, u):
+            return leaves, ceil(spec.nodes_per_su / leaves)
+    works = next((f"{r}:1" for r in (2, 4, 8, 16, 32) if fits(1, r, 1)), "a larger switch_model")
+    raise SpecError(
+        "storage_fabric.oversubscription",
+        f"storage fabric: one node's {ppn} x {speed}G ports and their uplinks at {sf.oversubscription} "
+        f"exceed {sf.switch_model}; e.g. {works}",
     )
 
 
@@ -416,7 +445,8 @@ def storage_fabric(
     spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
 ) -> tuple[list[Device], list[Link], list[Tier]]:
     """The seed's storage design: one storage leaf per SU ("8+1"), 4:1 into storage spines,
-    storage servers on their own leaves at 1:1, spines sized for max_scalable_units."""
+    storage servers on their own leaves at 1:1, spines sized for max_scalable_units. An SU whose
+    storage ports one leaf cannot hold gets as many leaves as it needs (`su01-storage-leaf-a`, ...)."""
     sf = spec.storage_fabric
     if not sf.enabled:
         return [], [], []
@@ -431,6 +461,8 @@ def storage_fabric(
             f"{sf.server_model} runs {server.storage_speed_gbps}G; node storage NICs run {speed}G",
         )
     ppn = len(node.storage_nics)
+    per_su, leaf_nodes = storage_leaves_per_su(spec, cat)
+    su_leaves = spec.max_su * per_su  # the end state's node-side leaves
     # Server leaves run 1:1 and come in groups of one leaf per server port (a leaf pair for
     # dual-port servers): port p of every server in a group lands on the group's leaf p, so a
     # server keeps its storage when a leaf fails. Servers spread evenly over the groups, and
@@ -444,40 +476,40 @@ def storage_fabric(
         legs = sw.lanes[trunk] // sw.lanes[native]  # a cage's legs at this speed
         min_spines = ceil(max(sf.min_spines, legs) / legs) * legs if legs > 1 else sf.min_spines
         down_cap, up = split_ports(
-            sw, speed, trunk, sf.oversubscription, spec.nodes_per_su * ppn, "storage_fabric.oversubscription",
-            "nodes_per_su", at_least=min_spines,
+            sw, speed, trunk, sf.oversubscription, leaf_nodes * ppn, "storage_fabric.oversubscription",
+            "storage_fabric.oversubscription", at_least=min_spines,
         )
         per_leaf = _most_down(sw, speed, trunk, 1, 1)
         groups = ceil(sf.storage_servers / per_leaf) if group else 0
         server_leaves = groups * group
-        if spec.max_su + server_leaves <= radix:
+        if su_leaves + server_leaves <= radix:
             break
     else:
-        most = sw.radix(min(v for v in sw.lanes if v >= speed)) - server_leaves
+        most = (sw.radix(min(v for v in sw.lanes if v >= speed)) - server_leaves) // per_su
         raise SpecError(
             "max_scalable_units",
-            f"{spec.max_su} SU storage leaves + {server_leaves} server leaves exceed the ports of a "
+            f"storage fabric: {su_leaves} SU storage leaves + {server_leaves} server leaves exceed the ports of a "
             f"{sf.switch_model} storage spine (every leaf reaches every spine): at most {max(most, 0)} SUs",
         )
     server_down = ceil(sf.storage_servers / groups) if groups else 0
     server_up = ceil(server_down * speed / trunk / min_spines) * min_spines if groups else 0
-    uplinks = [up] * spec.max_su + [server_up] * server_leaves
-    leaves_max = spec.max_su + server_leaves
+    uplinks = [up] * su_leaves + [server_up] * server_leaves
+    leaves_max = su_leaves + server_leaves
     try:
         spines = _two_tier_spines(uplinks, radix, min_spines, "storage_fabric")
     except SpecError:
         # The ratio is a ceiling here: round every leaf's uplinks up to a spine count that fits.
         spines, up, server_up = _rounded_storage_spines(sw, speed, trunk, spec, min_spines, up, server_up,
-                                                        server_leaves, server_down)
+                                                        server_leaves, server_down, per_su)
         down_cap = radix - up
-        uplinks = [up] * spec.max_su + [server_up] * server_leaves
+        uplinks = [up] * su_leaves + [server_up] * server_leaves
     port = sw.port
 
     # Split cages interleave, so no two legs of one cage, at either end, reach the same switch:
     # a leaf's uplink j goes to spine j mod spines; on the spines, SU leaves then server leaves
     # take ports by link and leaf ordinal (strides of at least a cage's legs).
     legs = sw.lanes[trunk] // sw.lanes[native]
-    su_stride, srv_stride = max(spec.max_su, legs), max(server_leaves, legs)
+    su_stride, srv_stride = max(su_leaves, legs), max(server_leaves, legs)
     su_region = ceil((up // spines) * su_stride / legs) * legs
     if trunk != native and su_region + (server_up // spines) * srv_stride > radix:
         raise SpecError("storage_fabric.min_spines", f"{spines} storage spines cannot take the split uplinks "
@@ -490,9 +522,9 @@ def storage_fabric(
             s, link = divmod(j, per_spine)
             return s, first + link
         link, s = divmod(j, spines)
-        if ordinal < spec.max_su:
+        if ordinal < su_leaves:
             return s, link * su_stride + ordinal
-        return s, su_region + link * srv_stride + ordinal - spec.max_su
+        return s, su_region + link * srv_stride + ordinal - su_leaves
 
     devices: list[Device] = []
     links: list[Link] = []
@@ -504,46 +536,54 @@ def storage_fabric(
     for i, s in enumerate(spine_names):
         dev(s, "storage_spine", sf.switch_model, sw.power_kw, sw.rack_units, i)
     lps = up // spines
+
+    def leaf_name(su: int, i: int) -> str:  # one leaf per SU keeps the seed's name
+        return names.storage_leaf(su) + (f"-{chr(ord('a') + i)}" if per_su > 1 else "")
+
     for su in range(1, spec.scalable_units + 1):
-        leaf = names.storage_leaf(su)
-        dev(leaf, "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units, su - 1, su)
+        for i in range(per_su):
+            dev(leaf_name(su, i), "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units,
+                (su - 1) * per_su + i, su)
         slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0)
         for n in range(1, slots + 1):
+            i, on_leaf = divmod(n - 1, leaf_nodes)
             for p, nic in enumerate(node.storage_nics):
                 links.append(
                     Link(
                         names.node(su, n),
                         nic.netdev(sw.kind),
-                        leaf,
-                        sw.port((n - 1) * ppn + p, speed),
+                        leaf_name(su, i),
+                        sw.port(on_leaf * ppn + p, speed),
                         "storage",
                         "node-storage_leaf",
                         speed,
                         slot=((su - 1) * spec.nodes_per_su + n - 1) * ppn + p,
                     )
                 )
-        for j in range(up):
-            s, spine_port = to_spine(j, lps, (su - 1) * lps, su - 1)
-            links.append(
-                Link(
-                    leaf,
-                    port(down_cap + j, trunk),
-                    spine_names[s],
-                    port(spine_port, trunk),
-                    "storage",
-                    "storage_leaf-storage_spine",
-                    trunk,
-                    slot=(su - 1) * up + j,
+        for i in range(per_su):
+            ordinal = (su - 1) * per_su + i
+            for j in range(up):
+                s, spine_port = to_spine(j, lps, ordinal * lps, ordinal)
+                links.append(
+                    Link(
+                        leaf_name(su, i),
+                        port(down_cap + j, trunk),
+                        spine_names[s],
+                        port(spine_port, trunk),
+                        "storage",
+                        "storage_leaf-storage_spine",
+                        trunk,
+                        slot=ordinal * up + j,
+                    )
                 )
-            )
 
     slps = server_up // spines
-    base = spec.max_su * lps
+    base = su_leaves * lps
     for i in range(server_leaves):
         leaf = Names.numbered("storage-leaf", i, server_leaves)
-        dev(leaf, "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units, spec.max_su + i)
+        dev(leaf, "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units, su_leaves + i)
         for j in range(server_up):
-            s, spine_port = to_spine(j, slps, base + i * slps, spec.max_su + i)
+            s, spine_port = to_spine(j, slps, base + i * slps, su_leaves + i)
             links.append(
                 Link(
                     leaf,
@@ -553,7 +593,7 @@ def storage_fabric(
                     "storage",
                     "storage_leaf-storage_spine",
                     trunk,
-                    slot=spec.max_su * up + i * server_up + j,
+                    slot=su_leaves * up + i * server_up + j,
                 )
             )
     per_group = server_down
@@ -578,8 +618,8 @@ def storage_fabric(
         Tier(
             "storage",
             "storage_leaf",
-            spec.scalable_units + server_leaves,
-            spec.nodes_per_su * ppn,
+            spec.scalable_units * per_su + server_leaves,
+            leaf_nodes * ppn,
             up,
             sf.switch_model,
             speed,

@@ -15,10 +15,12 @@ import netaddr
 from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import Catalog
+from topology.catalog import load as load_catalog
 from topology.errors import SpecError
-from topology.fabric import ComputeSizing
+from topology.fabric import ComputeSizing, storage_leaves_per_su
 from topology.inband import pairs_for
 from topology.model import Address, Asn, Device, Link, Rack
+from topology.racks import agg_access_ports
 from topology.spec import PodSpec
 
 INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
@@ -190,16 +192,19 @@ def plan(
         for lk in by_tier.get("server-storage_leaf", ()):
             server_links.setdefault(lk.b_device, []).append(lk)
         per_server_leaf = max((len(v) for v in server_links.values()), default=0)
-        plen = min(prefix_for(spec.nodes_per_su * ppn + 1), prefix_for(per_server_leaf + 1))
-        pool = Pool(spec, "storage", plen, spec.max_su + len(server_links))
+        per_su, leaf_nodes = storage_leaves_per_su(spec, cat)  # an SU's leaves: a subnet each
+        plen = min(prefix_for(leaf_nodes * ppn + 1), prefix_for(per_server_leaf + 1))
+        pool = Pool(spec, "storage", plen, spec.max_su * per_su + len(server_links))
         gateway_of: dict[str, int] = {}
         for lk in by_tier.get("node-storage_leaf", ()):
             su0, rest = divmod(lk.slot, spec.nodes_per_su * ppn)
-            address, net = pool.host(su0, rest + 2)
-            add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(su0)[0] + 1)))
-            gateway_of[lk.b_device] = su0
+            i, rest = divmod(rest, leaf_nodes * ppn)
+            index = su0 * per_su + i
+            address, net = pool.host(index, rest + 2)
+            add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(index)[0] + 1)))
+            gateway_of[lk.b_device] = index
         for k, leaf in enumerate(sorted(server_links)):
-            index = spec.max_su + k
+            index = spec.max_su * per_su + k
             gateway_of[leaf] = index
             for host, lk in enumerate(sorted(server_links[leaf], key=lambda x: x.slot)):
                 address, net = pool.host(index, host + 2)
@@ -226,9 +231,13 @@ def _vrr_gateway(pool: Pool, index: int, switch: str, side: int, vlan: int, pool
 
 def _storage_uplinks_max(spec: PodSpec, cat: Catalog, storage_up: list[Link]) -> int:
     """Storage leaf uplinks of the end state: every SU's leaf plus the server leaves."""
-    per_su_leaf = sum(1 for lk in storage_up if lk.a_device == storage_up[0].a_device)  # SU 1's leaf
+    per_su_leaf = sum(1 for lk in storage_up if lk.a_device == storage_up[0].a_device)  # SU 1's (first) leaf
     server_links = sum(1 for lk in storage_up if not lk.a_device.startswith("su"))
-    return spec.max_su * per_su_leaf + server_links
+    return spec.max_su * storage_leaves_per_su(spec, cat)[0] * per_su_leaf + server_links
+
+
+def _storage_leaves_per_su(spec: PodSpec) -> int:
+    return storage_leaves_per_su(spec, load_catalog())[0] if spec.storage_fabric.enabled else 1
 
 
 def _loopback_regions(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -> dict[str, int]:
@@ -237,7 +246,7 @@ def _loopback_regions(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -
         "leaf": spec.max_su * sz.rails,
         "spine": sz.spines_max,
         "core": sz.cores,
-        "storage_leaf": max(storage_leaves, spec.max_su),
+        "storage_leaf": max(storage_leaves, spec.max_su * _storage_leaves_per_su(spec)),
         "storage_spine": sum(1 for d in devices if d.role == "storage_spine"),
     }
 
@@ -246,7 +255,10 @@ def _oob(
     spec: PodSpec, devices: list[Device], links: list[Link], racks: list[Rack], rack_positions: int
 ) -> list[Address]:
     """OOB: one subnet per rack position (gateway .1, the rack's OOB switches next, then
-    every managed device in the order it is cabled)."""
+    every managed device in the order it is cabled). The gateway is the rack's OOB switches'
+    VRR address (`vlan1-v0`); they route over /31s to the aggregation switches, which route over
+    /31s to the in-band network (topology/mgmt_net.py): /31s cut after the end state's rack
+    subnets, aggregation ports first, then the aggregation uplinks, the upper end .0."""
     oob_links: dict[str, list[Link]] = {}
     for lk in links:
         if lk.tier == "device-oob":
@@ -266,12 +278,23 @@ def _oob(
         for sw in switches_in[r.name]:
             address, net = pool.host(index, host)
             out.append(Address(sw, "vlan1", address, net, "oob", gw))
+            out.append(Address(sw, "vlan1-v0", f"{gw}/{plen}", net, "oob"))
             host += 1
         for sw in switches_in[r.name]:
             for lk in sorted(oob_links.get(sw, ()), key=lambda x: x.a_device):
                 address, net = pool.host(index, host)
                 out.append(Address(lk.a_device, lk.a_port, address, net, "oob", gw))
                 host += 1
+    aggs = sum(1 for d in devices if d.role == "oob_aggregation")
+    agg_ports = agg_access_ports(spec, load_catalog())
+    first = rack_positions * pool.size // 2  # the first /31 after the rack subnets
+    regions = {"oob-agg": 0, "oob-uplink": aggs * agg_ports}
+    p2p = Pool(spec, "oob", 31, first + aggs * agg_ports + aggs * spec.management.oob.aggregation_uplinks)
+    for lk in links:
+        if lk.tier in regions:
+            base, net = p2p.subnet(first + regions[lk.tier] + lk.slot)
+            out.append(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "oob", int_to_str(base + 1)))
+            out.append(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "oob", int_to_str(base)))
     return out
 
 

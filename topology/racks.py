@@ -198,6 +198,15 @@ class Placement:
         return row * self.row_width + position - 1
 
 
+def agg_access_ports(spec: PodSpec, cat: Catalog) -> int:
+    """OOB aggregation ports for the racks' OOB switches: every cage but the top ones, which
+    carry the aggregation switch's uplinks to the in-band network."""
+    oob = spec.management.oob
+    agg = cat.switches[oob.aggregation_model]
+    speed = cat.switches[oob.switch_model].uplink_speed_gbps
+    return (agg.cages - oob.aggregation_uplinks) * agg.lanes.get(speed, 0)
+
+
 def oob_port_of(cat: Catalog, d: Device) -> str:
     if d.role == "gpu_node":
         return cat.nodes[d.model].bmc_port
@@ -303,11 +312,12 @@ class _Floor:
             )
         access = oob_sw.radix(oob_sw.cage_speed_gbps)
         agg_model = cat.switches[oob.aggregation_model]
-        agg_radix = agg_model.radix(oob_sw.uplink_speed_gbps)
-        if not agg_radix:
+        agg_radix = agg_access_ports(self.spec, cat)
+        if agg_radix <= 0:
             raise SpecError(
                 "management.oob.aggregation_model",
-                f"{oob.aggregation_model} has no {oob_sw.uplink_speed_gbps}G ports",
+                f"OOB fabric: {oob.aggregation_model} has no {oob_sw.uplink_speed_gbps}G ports beside its "
+                f"{oob.aggregation_uplinks} uplink cages",
             )
         pdus_per_rack = 2 * r.pdus_per_feed
         slots = max(ceil((len(m) + pdus_per_rack) / access) for m in self.racks.values())
@@ -356,7 +366,7 @@ class _Floor:
         access = oob_sw.radix(oob_sw.cage_speed_gbps)
         agg_model = cat.switches[oob.aggregation_model]
         agg_speed = oob_sw.uplink_speed_gbps
-        agg_radix = agg_model.radix(agg_speed)
+        agg_radix = agg_access_ports(self.spec, cat)
         links: list[Link] = []
         oob_devices: list[Device] = []
         for name in sorted(self.racks):
@@ -381,11 +391,13 @@ class _Floor:
                         Link(d.name, oob_port_of(cat, d), sw_name, oob_sw.port(p, oob_sw.cage_speed_gbps), "oob",
                              "device-oob", oob_sw.cage_speed_gbps)
                     )
-                group, agg_port = divmod(pl.rack_index(*self.position[name]) * slots + i, agg_radix)
+                ordinal = pl.rack_index(*self.position[name]) * slots + i
+                group, agg_port = divmod(ordinal, agg_radix)
                 for j in range(oob.uplinks_per_switch):
                     links.append(
                         Link(sw_name, oob_sw.uplink_port(j), agg_slots[group * oob.uplinks_per_switch + j].name,
-                             agg_model.port(agg_port, agg_speed), "oob", "oob-agg", agg_speed)
+                             agg_model.port(agg_port, agg_speed), "oob", "oob-agg", agg_speed,
+                             slot=ordinal * oob.uplinks_per_switch + j)
                     )
         self._add(oob_devices)
         return links

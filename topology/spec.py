@@ -53,7 +53,8 @@ class ComputeFabric(_Spec):
         2, description="UFM appliances: a high-availability pair (NVIDIA's SuperPOD RAs), or 1"
     )
     spine_count: PositiveInt | None = Field(
-        None, description="override: spines (two tiers) or spines per block (three tiers)"
+        None, description="override, two tiers only: spines, dividing each leaf's uplinks (a three-tier fabric "
+        "has one spine per leaf uplink in each block; leave unset)"
     )
     switch_os: SwitchOs = "cumulus"
     bgp_peering: BgpPeering = "numbered"
@@ -115,6 +116,10 @@ class Oob(_Spec):
     switch_model: str = "sn2201"
     uplinks_per_switch: PositiveInt = 2
     aggregation_model: str = "sn4600c"
+    aggregation_uplinks: PositiveInt = Field(
+        2, description="routed links from each OOB aggregation switch (its top cages) to the in-band cores, "
+        "or the services pair of a three-tier in-band fabric: the mgmt nodes' path to every BMC"
+    )
     switch_os: SwitchOs = "cumulus"
 
     _switch = field_validator("switch_model", "aggregation_model")(lambda v: _known("switches", v))

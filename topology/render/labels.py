@@ -30,6 +30,7 @@ TIER_CODE = {
     "mgmt-core": "MC",
     "device-oob": "OB",
     "oob-agg": "OA",
+    "oob-uplink": "OU",
 }
 
 

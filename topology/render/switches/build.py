@@ -118,8 +118,10 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
             bgp = sections.bgp(asn[d.name], sections.loopback(own).split("/")[0], nbrs, subnets, aggs, unnumbered)
         vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
         svis = sections.gateway_svis(gateways)
-        if "vlan1" in own and d.role == "oob_switch":
-            svis += (sections.Svi(sections.OOB_VLAN, own["vlan1"].address),)
+        if "vlan1" in own and d.role == "oob_switch":  # the rack subnet's gateway: a VRR address (mgmt_net.py)
+            gw = own.get("vlan1-v0")
+            svis += (sections.Svi(sections.OOB_VLAN, own["vlan1"].address, gw.address if gw else "",
+                                  pairing.vrr_mac(d.slot) if gw else ""),)
         bonds, pair = (), None
         if fabric == "inband":
             bonds = pairing.bonds(d.name, data_links, by_name, spec.nodes_per_su)
@@ -175,5 +177,5 @@ def _partners(devices: list[Device]) -> dict[str, str]:
 
 def _notes(role: str) -> tuple[str, ...]:
     if role == "oob_aggregation":
-        return ("OOB rack gateways: not placed by the plan",)
+        return ("OOB rack gateways: on the racks' OOB switches (vlan1-v0), routed here over /31s",)
     return ()

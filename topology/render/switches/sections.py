@@ -28,6 +28,11 @@ def far_end(link: Link, device: str) -> tuple[str, str, str]:
     return link.b_port, link.a_device, link.a_port
 
 
+def _oob_p2p(addr: Address) -> bool:
+    """The OOB network's routed /31s: rack OOB switches to aggregation, aggregation to in-band."""
+    return addr.pool == "oob" and addr.network.endswith("/31")
+
+
 def ports(
     device: str, links: list[Link], addresses: dict[str, Address], access_vlan: dict[str, int], roce: bool
 ) -> tuple[Port, ...]:
@@ -41,7 +46,7 @@ def ports(
                 name=local,
                 speed_gbps=lk.speed_gbps,
                 peer=f"{peer}:{peer_port}",
-                address=addr.address if addr and addr.pool in ("rails", "fabric_p2p") else "",
+                address=addr.address if addr and (addr.pool in ("rails", "fabric_p2p") or _oob_p2p(addr)) else "",
                 access_vlan=access_vlan.get(local),
                 lossless=roce and lk.tier in LOSSLESS_TIERS,
             )
