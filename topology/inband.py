@@ -73,7 +73,8 @@ def pairs_for(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
     peers = ib.peer_links if ib.pairing == "mlag" and len(node.inband_nics) == SIDES else 0
     up = ib.uplinks_per_switch
     if not _fits(sw, speed, up_speed, sw.native_gbps, 1, up, peers):
-        most = max((u for u in range(1, up) if _fits(sw, speed, up_speed, sw.native_gbps, 1, u, peers)), default=0)
+        most = max((u for u in range(1, min(up, sw.radix(up_speed))) if _fits(sw, speed, up_speed, sw.native_gbps,
+                                                                              1, u, peers)), default=0)
         raise SpecError(
             "management.inband.uplinks_per_switch",
             f"in-band fabric: {up} x {up_speed}G uplinks + {peers} peer links leave no host port on "
@@ -143,7 +144,7 @@ def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
         return _fits(sw, speed, up_speed, sw.native_gbps, ceil(m * mgmt.inband_ports / SIDES), up, peer_links)
 
     if not svc_fits(ib.mgmt_nodes):
-        most = max((m for m in range(ib.mgmt_nodes) if svc_fits(m)), default=0)
+        most = max((m for m in range(min(ib.mgmt_nodes, sw.radix(speed) * SIDES)) if svc_fits(m)), default=0)
         raise SpecError(
             "management.inband.mgmt_nodes",
             f"in-band fabric: {ib.mgmt_nodes} mgmt nodes exceed the services pair's host ports (use at most {most})",
