@@ -26,7 +26,8 @@ python3 -c 'import json, sys; print(json.dumps(sys.argv[1:]))' "$@" >> "$0.calls
 
 def test_site_runs_rdma_before_nvidia_driver():
     plays = yaml.safe_load((ROOT / "site.yml").read_text())
-    roles = [r["role"] for r in plays[0]["roles"]]
+    gpu_play = next(p for p in plays if p["hosts"] == "gpu_nodes" and any(r["role"] == "rdma" for r in p["roles"]))
+    roles = [r["role"] for r in gpu_play["roles"]]
     assert roles.index("rdma") < roles.index("nvidia_driver")
 
 
