@@ -32,7 +32,6 @@ ROLE_GROUPS = {
     "inband_switch": "inband_switches",
     "inband_core": "inband_core_switches",
     "inband_spine": "inband_spine_switches",
-    "inband_spine": "inband_spine_switches",
     "oob_switch": "oob_switches",
     "oob_aggregation": "oob_aggregation_switches",
     "mgmt_node": "mgmt_nodes",
