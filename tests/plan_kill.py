@@ -89,7 +89,7 @@ def run_trials(stack: str, folder: Path, trials: int, seed: int = 20, report=Non
         else:
             while proc.poll() is None and _dir_times(out) == before and time.monotonic() - start < 2 * full:
                 time.sleep(0.005)
-            time.sleep(rng.uniform(0, 0.3) * full)
+            time.sleep(rng.uniform(0, 0.15) * full)  # the writing phase is short since the renders got faster
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             outcome["killed"] += 1

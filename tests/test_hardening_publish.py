@@ -205,5 +205,5 @@ def test_kill_9_during_re_plan_leaves_old_or_new_set_never_a_mix(tmp_path):
     bench/bench_plan_kill.py runs 50 of roce-8k."""
     result = run_trials("roce-1k", tmp_path, trials=10)
     assert result["mixed"] == 0, result
-    assert result["old"] + result["new"] == 10 and result["killed"] >= 5, result
+    assert result["old"] + result["new"] == 10 and result["killed"] >= 4, result
     assert result["left_after_next_plan"] == 0 and result["final_is_a"], result

@@ -92,7 +92,7 @@ def test_artifact_lifecycle_in_the_provider_process(provider, lab_run, tmp_path)
 
 def test_provider_errors_reach_the_engine_as_messages(provider, lab_run, tmp_path):
     svc = provider
-    [reg] = [r for r in lab_run.by_type(":Artifact") if r.name.endswith("devices.csv")]
+    [reg] = [r for r in lab_run.by_type(":Artifact") if r.name.rsplit("/", 1)[-1] == "devices.csv"]
     bad = engine_inputs(reg, tmp_path) | {"sha256": "0" * 64}
     with pytest.raises(grpc.RpcError) as failed:
         svc.Create(proto.CreateRequest(urn="urn:x", properties=struct(bad)))
