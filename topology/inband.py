@@ -60,13 +60,27 @@ def _fits(sw: SwitchModel, speed: int, up_speed: int, peer_speed: int, hosts: in
     return cages <= sw.cages and (sw.max_ports is None or hosts + up + peers <= sw.max_ports)
 
 
+@dataclass(frozen=True)
+class _Models:
+    """The catalog entries the in-band fabric is built from (one lookup for every step)."""
+    node: NodeModel
+    sw: SwitchModel
+    core_key: str
+    core_sw: SwitchModel
+
+    @classmethod
+    def of(cls, spec: PodSpec, cat: Catalog) -> _Models:
+        ib = spec.management.inband
+        core_key = ib.core_switch_model or ib.switch_model
+        return cls(cat.nodes[spec.node_model], cat.switches[ib.switch_model], core_key, cat.switches[core_key])
+
+
 def pairs_for(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
     """(pairs per SU, nodes per pair): the fewest pairs whose switches hold their share of the
     SU's nodes beside the uplinks and peer links (one pair for the seed's 32 nodes)."""
     ib = spec.management.inband
-    node = cat.nodes[spec.node_model]
-    sw = cat.switches[ib.switch_model]
-    core_sw = cat.switches[ib.core_switch_model or ib.switch_model]
+    m = _Models.of(spec, cat)
+    node, sw, core_sw = m.node, m.sw, m.core_sw
     speed = node.inband_nic_speed_gbps
     switch_speed(sw, speed, "management.inband.switch_model", ib.switch_model)
     up_speed = trunk_speed(sw, core_sw)
@@ -89,10 +103,8 @@ def pairs_for(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
 
 def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
     ib = spec.management.inband
-    node: NodeModel = cat.nodes[spec.node_model]
-    sw = cat.switches[ib.switch_model]
-    core_key = ib.core_switch_model or ib.switch_model
-    core_sw = cat.switches[core_key]
+    m = _Models.of(spec, cat)
+    node, sw, core_key, core_sw = m.node, m.sw, m.core_key, m.core_sw
     mgmt = cat.appliances[ib.mgmt_node_model]
     speed = node.inband_nic_speed_gbps
     switch_speed(sw, speed, "management.inband.switch_model", ib.switch_model)
@@ -191,10 +203,8 @@ def inband_fabric(
     to in-band cores (two tiers) or to in-band spines and cores (three tiers)."""
     sz = size_inband(spec, cat)
     ib = spec.management.inband
-    node: NodeModel = cat.nodes[spec.node_model]
-    sw = cat.switches[ib.switch_model]
-    core_key = ib.core_switch_model or ib.switch_model
-    core_sw = cat.switches[core_key]
+    m = _Models.of(spec, cat)
+    node, sw, core_key, core_sw = m.node, m.sw, m.core_key, m.core_sw
     mgmt = cat.appliances[ib.mgmt_node_model]
     devices: list[Device] = []
     links: list[Link] = []
