@@ -54,7 +54,8 @@ def split_ports(
     else:
         up = up_bw // (d * up_speed)
     if not _fits(sw, down_speed, up_speed, down_used, up):
-        most = next((n for n in range(down_used - 1, 0, -1)
+        # from the leaf's radix down, not from down_used: a hostile count (10**12) must not loop
+        most = next((n for n in range(min(down_used - 1, sw.radix(down_speed)), 0, -1)
                      if _fits(sw, down_speed, up_speed, n, ceil(n * down_speed * u / (d * up_speed)))), 0)
         raise SpecError(
             what,
