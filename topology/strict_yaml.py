@@ -82,7 +82,12 @@ def loads(text: str, source: str) -> object:
         finally:
             loader.dispose()
     except yaml.YAMLError as e:
-        raise SpecError(source, f"malformed YAML{_where(e)}: {getattr(e, 'problem', None) or e}") from None
+        problem = getattr(e, "problem", None) or str(e)
+        if "nesting depth" in problem:  # libyaml's own limit (PyYAML 6.0.4) can trip before our event count
+            mark = getattr(e, "problem_mark", None)
+            line = mark.line + 1 if mark is not None else "?"
+            raise SpecError(source, f"YAML nested deeper than {MAX_DEPTH} levels (line {line})") from None
+        raise SpecError(source, f"malformed YAML{_where(e)}: {problem}") from None
     except (RecursionError, MemoryError):
         raise SpecError(source, "YAML too large or too deeply nested") from None
 
