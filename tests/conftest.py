@@ -41,3 +41,12 @@ def spec_with(base: str = "lab", **changes) -> PodSpec:
 @pytest.fixture(params=STACKS)
 def example(request):
     return request.param, stack_layout(request.param)
+
+
+def pytest_collection_modifyitems(items):
+    """Hypothesis tests time out by the thread method: the signal method raises inside the test,
+    hypothesis takes that for a failure and shrinks on with no limit left (a hang cost CI 25
+    minutes); the thread method ends the worker, which xdist replaces and reports."""
+    for item in items:
+        if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
+            item.add_marker(pytest.mark.timeout(method="thread"))
