@@ -27,7 +27,7 @@ import pytest
 import yaml
 
 from tests.conftest import spec_with
-from tests.e2e.labpod import ROOT, docker, drift_json, last_run, plan, superpod
+from tests.e2e.labpod import ROOT, docker, drift_json, last_run, plan, superpod, wait_booted
 from topology.build import build
 from topology.operate.events import host_problems, host_tallies, load_events
 from topology.render.files import write_all
@@ -55,16 +55,6 @@ def _base_image() -> str | None:
         if time.monotonic() > deadline:
             return None
         time.sleep(5)
-
-
-def _boot(name: str) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        state = docker("exec", name, "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
-        if state in ("running", "degraded"):
-            return
-        time.sleep(1)
-    raise RuntimeError(f"{name}: systemd did not finish booting")
 
 
 class Switches:
@@ -128,7 +118,7 @@ def switches(tmp_path_factory):
                    "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw", "--tmpfs", "/run",
                    "--tmpfs", "/run/lock", "--tmpfs", "/tmp", image, "/sbin/init")
         for name in sw.containers.values():
-            _boot(name)
+            wait_booted(name)
         key = keydir / "id_ed25519"
         subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", SESSION, "-f", str(key)], check=True)
         pub = key.with_suffix(".pub").read_text().strip()

@@ -65,6 +65,19 @@ def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["docker", *args], check=check, capture_output=True, text=True)
 
 
+def wait_booted(name: str) -> None:
+    """Waits for a container's systemd to finish booting (2 minutes at most)."""
+    deadline = time.monotonic() + 120
+    state = ""
+    while time.monotonic() < deadline:
+        state = docker("exec", name, "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
+        if state in ("running", "degraded"):
+            return
+        time.sleep(1)
+    raise RuntimeError(f"{name}: systemd did not finish booting (state {state!r})")
+
+
+
 class LabPod:
     def __init__(self, stack: str = "lab", groups: tuple[str, ...] = ("gpu_nodes",), tag: str = "e2e"):
         self.stack = stack
@@ -83,18 +96,7 @@ class LabPod:
                    "--cap-add", "SYS_ADMIN", "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
                    "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", image, "/sbin/init")
         with ThreadPoolExecutor(len(self.containers)) as pool:
-            list(pool.map(self._wait_booted, self.containers.values()))
-
-    @staticmethod
-    def _wait_booted(name: str) -> None:
-        deadline = time.monotonic() + 120
-        state = ""
-        while time.monotonic() < deadline:
-            state = docker("exec", name, "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
-            if state in ("running", "degraded"):
-                return
-            time.sleep(1)
-        raise RuntimeError(f"{name}: systemd did not finish booting (state {state!r})")
+            list(pool.map(wait_booted, self.containers.values()))
 
     @staticmethod
     def remove_orphans() -> None:
@@ -114,7 +116,7 @@ class LabPod:
     def restart(self, host: str) -> None:
         """Start a stopped (killed) node again and wait for its boot."""
         docker("start", self.containers[host])
-        self._wait_booted(self.containers[host])
+        wait_booted(self.containers[host])
         if getattr(self, "connection", None) == "ssh":  # its address may have changed
             self.enable_ssh(self.ssh_key.parent)
             self.write_overlay(self.overlay, "ssh")
