@@ -220,11 +220,20 @@ def check_gateways_owned(layout: Layout) -> None:
                 f"gateway {a.peer} of {a} owned by none")
 
 
+def check_infiniband_switches_unaddressed(layout: Layout) -> None:
+    """An InfiniBand switch routes no IP: only its management port (OOB) holds an address."""
+    switches = catalog.load().switches
+    ib = {d.name for d in layout.devices if d.model in switches and switches[d.model].kind == "infiniband"}
+    held = [a for a in layout.addresses if a.device in ib and a.pool != "oob"]
+    assert not held, f"InfiniBand switches hold addresses: {held[:3]}"
+
+
 def check_all(layout: Layout) -> None:
     check_fabric(layout)
     check_addresses(layout)
     check_racks(layout)
     check_gateways_owned(layout)
+    check_infiniband_switches_unaddressed(layout)
 
 
 def check_growth(small: Layout, big: Layout) -> None:

@@ -144,9 +144,11 @@ class Appliance(_Entry):
     storage_speed_gbps: int = 0
     inband_ports: int = 0
     inband_speed_gbps: int = 0
+    ib_port_name: str | None = None  # its data ports' names when cabled to InfiniBand (IPoIB)
 
-    def port(self, index: int) -> str:
-        return self.port_name.format(index=index)
+    def port(self, index: int, fabric_kind: str = "ethernet") -> str:
+        name = self.ib_port_name if fabric_kind == "infiniband" and self.ib_port_name else self.port_name
+        return name.format(index=index)
 
 
 class PduModel(_Entry):

@@ -442,6 +442,37 @@ def storage_leaves_per_su(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
     )
 
 
+STORAGE_UFMS = 2  # an HA pair, as for the compute fabric
+
+
+def _storage_ufm(
+    spec: PodSpec, cat: Catalog, ufm_slot: bool, leaf: str, first_port: int, speed: int,
+    devices: list[Device], links: list[Link],
+) -> None:
+    """An InfiniBand storage fabric's own UFM pair (NVIDIA's DGX SuperPOD H100 RA, Table 7: four
+    UFM appliances for its two InfiniBand fabrics, a pair each). It takes the storage ports of SU
+    1's node slot that the compute UFM pair already holds, one link per appliance, so no node
+    and no later SU moves."""
+    ppn = len(cat.nodes[spec.node_model].storage_nics)
+    if not ufm_slot or ppn < STORAGE_UFMS:
+        raise SpecError(
+            "storage_fabric.subnet_manager",
+            "a storage UFM pair takes the storage ports of the node slot the compute UFM frees in SU 1, "
+            "and this pod has no compute UFM (compute_fabric.fabric_manager: false); use subnet_manager: switch "
+            "(the storage switches' embedded SM)",
+        )
+    model = spec.compute_fabric.ufm_model
+    ufm = cat.appliances[model]
+    port = cat.switches[spec.storage_fabric.switch_model].port
+    for a in range(STORAGE_UFMS):
+        name = f"storage-ufm-{a + 1:02d}"
+        # slots after the compute pair's (at most 2), so per-slot numbering never collides
+        devices.append(Device(name, "ufm", model, su=1, power_kw=ufm.power_kw, rack_units=ufm.rack_units,
+                              slot=STORAGE_UFMS + a))
+        links.append(Link(name, ufm.port(0), leaf, port(first_port + a, speed), "storage", "ufm-storage_leaf",
+                          speed, slot=a))
+
+
 def storage_fabric(
     spec: PodSpec, cat: Catalog, names: Names, ufm_slot: bool
 ) -> tuple[list[Device], list[Link], list[Tier]]:
@@ -606,7 +637,7 @@ def storage_fabric(
             links.append(
                 Link(
                     name,
-                    server.port(p),
+                    server.port(p, sw.kind),
                     Names.numbered("storage-leaf", g * group + p, server_leaves),
                     sw.port(leaf_port, speed),
                     "storage",
@@ -615,6 +646,10 @@ def storage_fabric(
                     slot=i * server.storage_ports + p,
                 )
             )
+    if sw.kind == "infiniband" and sf.subnet_manager == "ufm":
+        # the storage ports of SU 1's last node slot, which the compute UFM pair takes
+        leaf, on_leaf = divmod(spec.nodes_per_su - 1, leaf_nodes)
+        _storage_ufm(spec, cat, ufm_slot, leaf_name(1, leaf), on_leaf * ppn, speed, devices, links)
     tiers = [
         Tier(
             "storage",

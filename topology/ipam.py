@@ -183,8 +183,10 @@ def plan(
         elif d.role == "inband_core" and d.slot < GATEWAY_PAIR and not svc_pair:
             out.extend(_vrr_gateway(pool, services, d.name, d.slot, INBAND_VLAN, "inband"))
 
-    # Storage: a subnet per storage leaf for the ports cabled to it.
-    if spec.storage_fabric.enabled:
+    # Storage: a subnet per storage leaf for the ports cabled to it (IPoIB: one on-link subnet).
+    if spec.storage_fabric.enabled and cat.switches[spec.storage_fabric.switch_model].kind == "infiniband":
+        out += _ipoib_storage(spec, len(node.storage_nics), by_tier)
+    elif spec.storage_fabric.enabled:
         ppn = len(node.storage_nics)
         # A subnet per storage leaf: the SU leaves' (index = SU), then each server leaf's, the
         # gateway .1 on the leaf's storage SVI. Server leaves are pod-wide, so their index is stable.
@@ -215,6 +217,23 @@ def plan(
 
     out += _oob(spec, devices, links, racks, rack_positions)
     return out, _asns(spec, cat, sz, devices, region_size)
+
+
+def _ipoib_storage(spec: PodSpec, ppn: int, by_tier: dict[str, list[Link]]) -> list[Address]:
+    """An InfiniBand storage fabric is one partition, so one IPoIB subnet whose hosts are all
+    on-link: no gateway, since no device routes it (IB switches hold no addresses). Node ports
+    first by their end-state slot, then the storage servers' ports, so growth renumbers nothing."""
+    node_ports = spec.max_su * spec.nodes_per_su * ppn
+    server_links = sorted(by_tier.get("server-storage_leaf", ()), key=lambda lk: lk.slot)
+    pool = Pool(spec, "storage", prefix_for(node_ports + len(server_links)), 1)
+    out = []
+    for lk in by_tier.get("node-storage_leaf", ()):
+        address, net = pool.host(0, 1 + lk.slot)
+        out.append(Address(lk.a_device, lk.a_port, address, net, "storage"))
+    for lk in server_links:
+        address, net = pool.host(0, 1 + node_ports + lk.slot)
+        out.append(Address(lk.a_device, lk.a_port, address, net, "storage"))
+    return out
 
 
 def _vrr_gateway(pool: Pool, index: int, switch: str, side: int, vlan: int, pool_name: str) -> list[Address]:

@@ -87,6 +87,12 @@ class StorageFabric(_Spec):
     server_model: str = "storage-server"
     min_spines: PositiveInt = 2
     switch_os: SwitchOs = "cumulus"
+    subnet_manager: Literal["ufm", "switch"] = Field(
+        "ufm",
+        description="InfiniBand storage fabric only: a UFM HA pair of its own (NVIDIA's DGX SuperPOD H100 RA "
+        "counts four UFM appliances, a pair per InfiniBand fabric; needs the compute UFM's SU 1 slot), or "
+        "the storage switches' embedded subnet manager (Quantum-2 MLNX-OS SM)",
+    )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _server = field_validator("server_model")(lambda v: _known("appliances", v))

@@ -10,7 +10,7 @@ from topology.model import Layout
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue
-from topology.render.switches.opensm import opensm_conf, partitions_conf
+from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
 from topology.render.switches.sonic import render_config_db, sonic_ports
 
 SUBDIR = "switches"
@@ -31,4 +31,8 @@ def render_switch_configs(layout: Layout, out_dir: Path) -> dict[Path, str]:
     if layout.spec.compute_fabric.kind == "infiniband":
         files[base / "subnet-manager" / "opensm.conf"] = opensm_conf(layout)
         files[base / "subnet-manager" / "partitions.conf"] = partitions_conf(layout)
+    storage = layout.spec.storage_fabric
+    if storage.enabled and cat.switches[storage.switch_model].kind == "infiniband":
+        files[base / "storage-subnet-manager" / "opensm.conf"] = storage_opensm_conf(layout)
+        files[base / "storage-subnet-manager" / "partitions.conf"] = storage_partitions_conf(layout)
     return files

@@ -25,6 +25,36 @@ def opensm_conf(layout: Layout) -> str:
     )
 
 
+def storage_opensm_conf(layout: Layout) -> str:
+    """The InfiniBand storage fabric's own subnet manager: its UFM pair, or the SM embedded in the
+    storage switches (MLNX-OS), as `storage_fabric.subnet_manager` says."""
+    where = ("its UFM pair (storage-ufm-01/02, HA)" if layout.spec.storage_fabric.subnet_manager == "ufm"
+             else "the storage switches' embedded SM (MLNX-OS; enable it on two spines, the lower priority as standby)")
+    return "\n".join(
+        [
+            f"# {GENERATED}",
+            f"# {layout.spec.name}: InfiniBand storage fabric, a leaf-spine fat tree; subnet manager: {where}",
+            "routing_engine ftree,updn",
+            "lmc 0",
+            "sm_priority 15",
+            "qos FALSE",
+            "partition_config_file /etc/opensm/partitions.conf",
+            "",
+        ]
+    )
+
+
+def storage_partitions_conf(layout: Layout) -> str:
+    return "\n".join(
+        [
+            f"# {GENERATED}",
+            "# storage hosts reach each other over IPoIB in the default partition: one on-link subnet, no gateway",
+            "Default=0x7fff, ipoib, defmember=full : ALL, ALL_SWITCHES=full, SELF=full;",
+            "",
+        ]
+    )
+
+
 def partitions_conf(layout: Layout) -> str:
     ipoib = ", ipoib" if layout.spec.addressing.ipoib else ""
     return "\n".join(
