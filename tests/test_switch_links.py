@@ -209,3 +209,19 @@ def test_generated_pods_keep_native_trunks_and_server_pairs(storage, compute, se
         if lk.tier == "server-storage_leaf":
             leaves_of[lk.a_device].add(lk.b_device)
     assert len(leaves_of) == servers and all(len(v) == 2 for v in leaves_of.values())
+
+
+def test_spine_count_override_splits_cages_as_the_automatic_sizing_does():
+    """16 SN5600 SUs reach 64 spines only over 2 x 400G legs: naming that count in spine_count
+    plans the same pod (legs and all) instead of refusing it as not dividing 32 uplinks."""
+    auto = build(_sn5600(16))
+    spines = Counter(d.role for d in auto.devices)["spine"]
+    pinned = build(_sn5600(16, compute_fabric={"switch_model": "sn5600", "spine_count": spines}))
+    assert pinned.links == auto.links and pinned.devices == auto.devices
+    check_switch_links(pinned)
+
+
+def test_spine_count_override_that_fits_no_leg_names_one_that_does():
+    with pytest.raises(SpecError) as e:
+        build(_sn5600(16, compute_fabric={"switch_model": "sn5600", "spine_count": 48}))
+    assert e.value.field == "compute_fabric.spine_count" and "e.g. 64" in str(e.value)

@@ -159,26 +159,7 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
     need = ceil(leaves_max * up / radix)
 
     if cf.spine_count is not None:  # two tiers only: a core tier's blocks get one spine per leaf uplink
-        s = cf.spine_count
-        if up % s:
-            works = smallest_divisor_at_least(up, need)
-            raise SpecError(
-                "compute_fabric.spine_count",
-                f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up}"
-                + (f", e.g. {works})" if works else
-                   "; no two-tier count takes every leaf: leave spine_count unset for a core tier)"),
-            )
-        if s < need:
-            raise SpecError(
-                "compute_fabric.spine_count",
-                f"{s} spines of {radix} ports cannot take {leaves_max * up} leaf uplinks (need at least {need}"
-                + (f", e.g. {works}" if (works := smallest_divisor_at_least(up, need)) else
-                   "; no two-tier count divides the uplinks: leave spine_count unset for a core tier")
-                + ")",
-            )
-        return ComputeSizing(
-            speed, radix, rails, slots, down_capacity, up, 2, s, spec.max_su, 1, up // s, radix, 0, 0, 0, up_speed
-        )
+        return _pinned_spines(cf.spine_count, sw, speed, up_speed, radix, rails, slots, down_capacity, up, spec.max_su)
 
     spines = smallest_divisor_at_least(up, need)
     if spines is not None:
@@ -186,13 +167,9 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
             speed, radix, rails, slots, down_capacity, up, 2, spines, spec.max_su, 1, up // spines, radix, 0, 0, 0,
             up_speed,
         )
-    # Before a core tier: split the uplink cages into legs no slower than the NICs, each leg to a
-    # different spine (NVIDIA's Spectrum-X RA reaches 16 SUs of SN5600 in two tiers this way).
-    for leg in sorted((v for v in sw.lanes if speed <= v < up_speed), reverse=True):
-        legs, leg_radix = sw.lanes[leg] // sw.lanes[up_speed], sw.radix(leg)
-        leg_up = up * legs
-        spines = smallest_divisor_at_least(leg_up, max(legs, ceil(leaves_max * leg_up / leg_radix)))
-        if spines is not None and leaves_max % legs == 0:
+    for leg, legs, leg_radix, leg_up, leg_need in _leg_options(sw, speed, up_speed, up, leaves_max):
+        spines = smallest_divisor_at_least(leg_up, leg_need)
+        if spines is not None:
             return ComputeSizing(
                 speed, leg_radix, rails, slots, leg_radix - leg_up, leg_up, 2, spines, spec.max_su, 1,
                 leg_up // spines, leg_radix, 0, 0, 0, leg, legs,
@@ -232,6 +209,47 @@ def size_compute(spec: PodSpec, cat: Catalog) -> ComputeSizing:
         per_group,
         spine_up // per_group,
         up_speed,
+    )
+
+
+def _leg_options(sw: SwitchModel, speed: int, up_speed: int, up: int, leaves_max: int):
+    """Before a core tier: the uplink cages split into legs no slower than the NICs, each leg to a
+    different spine (NVIDIA's Spectrum-X RA reaches 16 SUs of SN5600 in two tiers this way).
+    Yields (leg speed, legs a cage, ports at that speed, leg uplinks a leaf, least spines)."""
+    for leg in sorted((v for v in sw.lanes if speed <= v < up_speed), reverse=True):
+        legs, leg_radix = sw.lanes[leg] // sw.lanes[up_speed], sw.radix(leg)
+        if leaves_max % legs == 0:
+            leg_up = up * legs
+            yield leg, legs, leg_radix, leg_up, max(legs, ceil(leaves_max * leg_up / leg_radix))
+
+
+def _pinned_spines(
+    s: int, sw: SwitchModel, speed: int, up_speed: int, radix: int, rails: int, slots: int, down_capacity: int,
+    up: int, max_su: int,
+) -> ComputeSizing:
+    """Two tiers with `compute_fabric.spine_count` spines: unsplit uplinks where the count divides
+    them and the spines' ports take them, else split legs as the automatic sizing would use."""
+    leaves_max = max_su * rails
+    need = ceil(leaves_max * up / radix)
+    if up % s == 0 and s >= need:
+        return ComputeSizing(speed, radix, rails, slots, down_capacity, up, 2, s, max_su, 1, up // s, radix, 0, 0, 0,
+                             up_speed)
+    works = smallest_divisor_at_least(up, need)
+    for leg, legs, leg_radix, leg_up, leg_need in _leg_options(sw, speed, up_speed, up, leaves_max):
+        if leg_up % s == 0 and s >= leg_need:
+            return ComputeSizing(speed, leg_radix, rails, slots, leg_radix - leg_up, leg_up, 2, s, max_su, 1,
+                                 leg_up // s, leg_radix, 0, 0, 0, leg, legs)
+        works = works or smallest_divisor_at_least(leg_up, leg_need)
+    hint = (f", e.g. {works}" if works
+            else "; no two-tier count takes every leaf: leave spine_count unset for a core tier")
+    if up % s:
+        raise SpecError(
+            "compute_fabric.spine_count",
+            f"{s} spines cannot share each leaf's {up} uplinks evenly (must divide {up}{hint})",
+        )
+    raise SpecError(
+        "compute_fabric.spine_count",
+        f"{s} spines of {radix} ports cannot take {leaves_max * up} leaf uplinks (need at least {need}{hint})",
     )
 
 
@@ -487,6 +505,9 @@ def storage_fabric(
     server = cat.appliances[sf.server_model]
     speed = node.storage_nic_speed_gbps
     switch_speed(sw, speed, "storage_fabric.switch_model", sf.switch_model)
+    if sf.node_ports == "inband_bond" and sw.kind != "ethernet":
+        raise SpecError("storage_fabric.node_ports", f"inband_bond needs an Ethernet storage fabric; {sf.switch_model} "
+                        "is InfiniBand (its storage runs on port 1 of each card: use node_ports: dedicated)")
     if sf.storage_servers and server.storage_speed_gbps != speed:
         raise SpecError(
             "storage_fabric.server_model",
@@ -576,7 +597,8 @@ def storage_fabric(
         for i in range(per_su):
             dev(leaf_name(su, i), "storage_leaf", sf.switch_model, sw.power_kw, sw.rack_units,
                 (su - 1) * per_su + i, su)
-        slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0)
+        # with node_ports: inband_bond the nodes' storage rides bond0 (storage_converged.py)
+        slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0) if sf.node_ports == "dedicated" else 0
         for n in range(1, slots + 1):
             i, on_leaf = divmod(n - 1, leaf_nodes)
             for p, nic in enumerate(node.storage_nics):
