@@ -296,7 +296,8 @@ def _oob(
         host = 2
         for sw in switches_in[r.name]:
             address, net = pool.host(index, host)
-            out.append(Address(sw, "vlan1", address, net, "oob", gw))
+            # no peer: the switch answers for the gateway itself and routes upward over its /31s
+            out.append(Address(sw, "vlan1", address, net, "oob"))
             out.append(Address(sw, "vlan1-v0", f"{gw}/{plen}", net, "oob"))
             host += 1
         for sw in switches_in[r.name]:
