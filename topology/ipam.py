@@ -18,10 +18,12 @@ from topology.catalog import Catalog
 from topology.catalog import load as load_catalog
 from topology.errors import SpecError
 from topology.fabric import ComputeSizing, storage_leaves_per_su
-from topology.inband import pairs_for
+from topology.inband import pairs_for, size_inband
 from topology.model import Address, Asn, Device, Link, Rack
 from topology.racks import agg_access_ports
 from topology.spec import PodSpec
+from topology.storage_converged import TIER as JUNCTION
+from topology.storage_converged import converged, links_per_switch
 
 INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
 STORAGE_VLAN = 200  # the storage hosts' SVI on each storage leaf
@@ -130,6 +132,8 @@ def plan(
         storage_up = [lk for lk in by_tier.get("storage_leaf-storage_spine", ())]
         if storage_up and cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
             regions.append(("storage_leaf-storage_spine", _storage_uplinks_max(spec, cat, storage_up)))
+        if converged(spec):  # SU in-band switches to their storage leaves, by end-state switch slot
+            regions.append((JUNCTION, size_inband(spec, cat).switches_max * links_per_switch(spec, cat)[0]))
         pool = Pool(spec, "fabric_p2p", 31, sum(n for _, n in regions))
         offset = 0
         for tier, count in regions:
@@ -143,7 +147,7 @@ def plan(
     # Loopbacks (/32) of routed switches, by role region.
     loop_roles = (["leaf", "spine", "core"] if routed else []) + (
         ["storage_leaf", "storage_spine"] if cat.switches[spec.storage_fabric.switch_model].kind == "ethernet" else []
-    )
+    ) + (["inband_switch"] if converged(spec) else [])  # they route the nodes' storage (storage_converged.py)
     region_size = _loopback_regions(spec, sz, devices)
     if loop_roles:
         pool = Pool(spec, "loopbacks", 32, sum(region_size[r] for r in loop_roles))
@@ -267,6 +271,7 @@ def _loopback_regions(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -
         "core": sz.cores,
         "storage_leaf": max(storage_leaves, spec.max_su * _storage_leaves_per_su(spec)),
         "storage_spine": sum(1 for d in devices if d.role == "storage_spine"),
+        "inband_switch": size_inband(spec, load_catalog()).switches_max if converged(spec) else 0,
     }
 
 
@@ -342,6 +347,11 @@ def _asns(
             elif d.role == "storage_leaf":
                 out.append(Asn(d.name, nxt + 1 + d.slot, "storage-leaf"))
         nxt += 1 + region_size["storage_leaf"]
+    if converged(spec):  # an SU's in-band switches peer with its storage leaves
+        for d in devices:
+            if d.role == "inband_switch" and d.su is not None:
+                out.append(Asn(d.name, nxt + d.slot, "inband-leaf"))
+        nxt += region_size["inband_switch"]
     if nxt - 1 > a.asn_last:
         raise SpecError(
             "addressing.asn_last",

@@ -87,6 +87,12 @@ class StorageFabric(_Spec):
     server_model: str = "storage-server"
     min_spines: PositiveInt = 2
     switch_os: SwitchOs = "cumulus"
+    node_ports: Literal["dedicated", "inband_bond"] = Field(
+        "dedicated",
+        description="dedicated: port 1 of each dual-port card cabled to the SU's storage leaf (NVIDIA's SuperPOD); "
+        "inband_bond: storage shares the port-2 in-band bond (NVIDIA's DGX BasePOD Ethernet variant), the SU's "
+        "in-band pair routing it to the SU's storage leaf; Ethernet storage fabrics only",
+    )
     subnet_manager: Literal["ufm", "switch"] = Field(
         "ufm",
         description="InfiniBand storage fabric only: a UFM HA pair of its own (NVIDIA's DGX SuperPOD H100 RA "
