@@ -37,6 +37,51 @@ def documented_keys(version: str) -> set[str]:
     return set(data["keys"])
 
 
+FIXTURES = ROOT / "tests/roles/fixtures"
+
+
+def chart_values(version: str) -> dict:
+    """The chart's own values.yaml of that version, kept as a fixture (source in its header)."""
+    return load(FIXTURES / f"gpu-operator-values-{version}.yaml")
+
+
+def test_pinned_chart_is_a_supported_release():
+    """NVIDIA's life-cycle table (Nov 2026): 26.3.x supported, 25.10.x deprecated (critical fixes),
+    25.3.x and older out of support. The pin is the newest release whose values.yaml was read."""
+    version = defaults("gpu_operator")["gpu_operator_chart_version"]
+    major, minor = (int(p) for p in version.lstrip("v").split(".")[:2])
+    assert (major, minor) >= (25, 10), version
+
+
+def test_keys_file_is_the_fixture_values_yaml_keys():
+    """The keys file the role reads at run time is derived from the chart's values.yaml, nothing
+    added but the `#version` keys the chart documents as comments (default: the chart's appVersion)."""
+    version = defaults("gpu_operator")["gpu_operator_chart_version"]
+    data = load(GPU_OP / f"files/gpu-operator-values-keys-{version}.yml")
+    commented = set(data["commented"])
+    assert set(data["keys"]) - commented == set(filters.superpod_key_paths(chart_values(version)))
+    text = (FIXTURES / f"gpu-operator-values-{version}.yaml").read_text()
+    assert all(k.endswith(".version") and k.rsplit(".", 1)[0] in data["keys"] for k in commented)
+    assert text.count("  #version: \"\"") == len(commented)
+
+
+@pytest.mark.parametrize("registry", ["nvcr.io", "mirror.local:5000"])
+def test_rendered_repositories_are_the_chart_defaults_under_the_registry(registry):
+    """A repository the role renders is the chart's own default with only the registry swapped:
+    a wrong path (24.6's validator lived under nvidia/cloud-native, 25.10's is nvidia/gpu-operator)
+    is an image pull failure on every node."""
+    d = defaults("gpu_operator")
+    chart = chart_values(d["gpu_operator_chart_version"])
+    values = yaml.safe_load(render("gpu-operator-values.yaml.j2", dict(d, gpu_operator_registry=registry)))
+    repos = [p for p in filters.superpod_key_paths(values) if p.endswith(".repository")]
+    assert len(repos) >= 10
+    for path in repos:
+        rendered, default = values, chart
+        for part in path.split("."):
+            rendered, default = rendered[part], default[part]
+        assert rendered == default.replace("nvcr.io", registry, 1), path
+
+
 def test_pinned_chart_version_has_a_keys_file_with_the_keys_the_issue_names():
     keys = documented_keys(defaults("gpu_operator")["gpu_operator_chart_version"])
     for key in [
@@ -44,14 +89,15 @@ def test_pinned_chart_version_has_a_keys_file_with_the_keys_the_issue_names():
         "toolkit.enabled",
         "dcgmExporter.enabled",
         "migManager.enabled",
-        "operator.defaultRuntime",
+        "cdi.enabled",
         "validator.repository",
         "mig.strategy",
         "nfd.enabled",
     ]:
         assert key in keys
-    # a path is only listed when its parent is (the file is a tree, not a bag of names)
-    assert all(k.rsplit(".", 1)[0] in keys for k in keys if "." in k)
+    # a path is only listed when its parent is (the file is a tree, not a bag of names; a key may
+    # itself hold dots, as the annotation openshift.io/scc does)
+    assert all(any(k.startswith(p + ".") for p in keys) for k in keys if "." in k)
 
 
 @pytest.mark.parametrize(
@@ -94,7 +140,8 @@ def test_defaults_host_managed_driver_operator_managed_toolkit():
     assert d["gpu_operator_driver_enabled"] is False and d["gpu_operator_toolkit_enabled"] is True
     values = yaml.safe_load(render("gpu-operator-values.yaml.j2", d))
     assert values["toolkit"]["enabled"] is True and values["driver"]["enabled"] is False
-    assert values["operator"]["defaultRuntime"] == "containerd"
+    # 25.10 detects each node's runtime (no operator.defaultRuntime) and defaults to CDI
+    assert "defaultRuntime" not in values["operator"] and values["cdi"]["enabled"] is True
     assert d["gpu_operator_dcgm_exporter_enabled"] and d["gpu_operator_mig_manager_enabled"]
     assert d["gpu_operator_topology_label_keys"]["su"] == "topology.kubernetes.io/zone"
 
