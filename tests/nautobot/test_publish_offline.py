@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_layout
 from topology.build import build
+from topology.catalog import load as load_catalog
 from topology.cli import app
 from topology.errors import SpecError
 from topology.publish.desired import OWNER_TAG, desired_objects
@@ -195,3 +196,37 @@ def test_cli_errors_name_the_field(tmp_path):
                                "-C", str(ROOT), "lab"])
     assert down.exit_code == 2 and "error: --nautobot" in down.output
     assert "secret-token-value" not in down.output
+
+
+def test_power_panels_feeds_pdus_follow_the_plan():
+    layout = stack_layout("lab")
+    power = desired_objects(layout).power
+    pdus = [d for d in layout.devices if d.role == "pdu"]
+    model = load_catalog().pdus[layout.spec.racks.pdu_model]
+    assert len(power.feeds) == len(pdus) == 2 * layout.spec.racks.pdus_per_feed * len(layout.racks)
+    assert {(f.voltage, f.amperage, f.phase) for f in power.feeds} == {
+        (model.volts, model.amps, "three-phase" if model.phases == 3 else "single-phase")}
+    assert {f.side for f in power.feeds} == {"a", "b"} and {p.name[-1] for p in power.panels} == {"a", "b"}
+    assert sum(1 for o in power.outlets if o.device == pdus[0].name) == model.outlets
+    assert {(c.device, c.port) for c in power.cables} == {(p.name, "input") for p in pdus}
+
+
+def test_power_is_published_and_republish_changes_nothing(published):
+    server, report = published
+    lab = desired_objects(stack_layout("lab"))
+    for kind in ("power_panels", "power_feeds", "power_cables"):
+        assert report.counts()[kind]["create"] == lab.counts[kind] > 0, kind
+    feed = lab.power.feeds[0]
+    held = server.find("dcim/power-feeds/", name=feed.name)[0]
+    assert (held["voltage"], held["amperage"], held["phase"], held["power_path"], held["type"]) == (
+        feed.voltage, feed.amperage, feed.phase, "a", "primary")
+    pdu_port = server.find("dcim/power-ports/", name="input", device=server.find(
+        "dcim/devices/", name=lab.power.cables[0].device)[0]["id"])[0]
+    cable = server.find("dcim/cables/", label=lab.power.cables[0].label)[0]
+    assert (cable["termination_a_type"], cable["termination_a_id"]) == ("dcim.powerport", pdu_port["id"])
+    assert (cable["termination_b_type"], cable["termination_b_id"]) == ("dcim.powerfeed", held["id"])
+    # PDUs' outlets and nodes' PSUs come from device-type templates (Nautobot instantiates them)
+    templates = server.db["dcim/power-outlet-templates/"]
+    assert len(templates) == load_catalog().pdus[stack_layout("lab").spec.racks.pdu_model].outlets
+    server.writes.clear()
+    assert sync(server, lab, apply=True).total == 0 and server.writes == []

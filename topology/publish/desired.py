@@ -103,6 +103,70 @@ class IpAddress:
 
 
 @dataclass(frozen=True)
+class PowerPanel:
+    name: str  # one per rack row and feed side: the plan holds no electrical room, so panels are per row
+    row: str
+
+
+@dataclass(frozen=True)
+class PowerFeed:
+    name: str  # <rack>-feed-<suffix>, the suffix of the PDU it supplies
+    panel: str
+    rack: str
+    side: str  # a or b: 2N feeds, a primary, b redundant (Nautobot's power_path)
+    voltage: int  # line-to-line for three-phase, from the PDU model
+    amperage: int
+    phase: str  # single-phase or three-phase (Nautobot/NetBox choice values)
+    max_utilization: int = 80  # continuous-load limit (NEC 210.19/210.20), as racks.py sizes the feeds
+
+
+@dataclass(frozen=True)
+class PowerPort:
+    device: str
+    name: str
+    maximum_draw_w: int | None = None  # a PSU's rating; None for a PDU's input (beyond the field's range)
+    allocated_draw_w: int | None = None  # the node's planned draw shared over its PSUs
+
+
+@dataclass(frozen=True)
+class PowerOutlet:
+    device: str
+    name: str
+    power_port: str  # the PDU input that feeds it
+
+
+@dataclass(frozen=True)
+class PowerCable:
+    feed: str  # a PDU's input on its rack's feed
+    device: str
+    port: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Power:
+    panels: tuple[PowerPanel, ...] = ()
+    feeds: tuple[PowerFeed, ...] = ()
+    ports: tuple[PowerPort, ...] = ()
+    outlets: tuple[PowerOutlet, ...] = ()
+    cables: tuple[PowerCable, ...] = ()
+
+    def templates(self, model_of: dict[str, str]) -> tuple[dict, dict]:
+        """Ports and outlets per device type (the first device of each type), as device-type
+        templates: Nautobot gives every new device of the type its components in one step."""
+        ports: dict = {}
+        outlets: dict = {}
+        first: dict[str, str] = {}
+        for p in self.ports:
+            if first.setdefault(model_of[p.device], p.device) == p.device:
+                ports[(model_of[p.device], p.name)] = p
+        for o in self.outlets:
+            if first.get(model_of[o.device]) == o.device:
+                outlets[(model_of[o.device], o.name)] = o
+        return ports, outlets
+
+
+@dataclass(frozen=True)
 class Desired:
     site: str
     rows: tuple[str, ...]
@@ -116,6 +180,7 @@ class Desired:
     prefixes: tuple[Prefix, ...]
     addresses: tuple[IpAddress, ...]
     tags: tuple[str, ...]
+    power: Power = Power()
     extra: dict = field(default_factory=dict)
 
     @cached_property
@@ -127,6 +192,9 @@ class Desired:
             "cables": len(self.cables), "prefixes": len(self.prefixes), "ip_addresses": len(self.addresses),
             "ip_assignments": sum(len(a.interfaces) for a in self.addresses),
             "asns": sum(1 for d in self.devices if d.asn is not None), "tags": len(self.tags),
+            "power_panels": len(self.power.panels), "power_feeds": len(self.power.feeds),
+            "power_ports": len(self.power.ports), "power_outlets": len(self.power.outlets),
+            "power_cables": len(self.power.cables),
         }
 
 
@@ -249,7 +317,40 @@ def desired_objects(layout: Layout) -> Desired:
         prefixes=tuple(prefixes),
         addresses=addresses,
         tags=tuple(dict.fromkeys(tags)),
+        power=power_objects(layout, racks),
     )
+
+
+PDU_INPUT = "input"
+
+
+def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
+    """Panels, A/B feeds, PDU inputs and outlets, node PSUs. Each PDU (<rack>-pdu-<suffix>) has its
+    own feed from its side's panel, rated as the PDU's circuit (catalog volts/amps/phases). The
+    plan splits a node's PSUs evenly over A and B but names no outlet for a PSU, so PSUs are
+    published uncabled."""
+    cat = load_catalog()
+    row_of = {r.name: r.row for r in racks}
+    panels: dict[str, PowerPanel] = {}
+    feeds, ports, outlets, cables = [], [], [], []
+    for d in layout.devices:
+        if d.role == "pdu" and d.model in cat.pdus and d.rack in row_of:
+            pdu = cat.pdus[d.model]
+            suffix = d.name.rsplit("-pdu-", 1)[-1]
+            side = suffix[0]
+            panel = panels.setdefault(f"{row_of[d.rack]}-panel-{side}",
+                                      PowerPanel(f"{row_of[d.rack]}-panel-{side}", row_of[d.rack]))
+            feed = PowerFeed(f"{d.rack}-feed-{suffix}", panel.name, d.rack, side, pdu.volts, pdu.amps,
+                             "three-phase" if pdu.phases == 3 else "single-phase")
+            feeds.append(feed)
+            ports.append(PowerPort(d.name, PDU_INPUT))
+            outlets += [PowerOutlet(d.name, f"outlet{n}", PDU_INPUT) for n in range(1, pdu.outlets + 1)]
+            cables.append(PowerCable(feed.name, d.name, PDU_INPUT, f"PW-{feed.name}"))
+        elif d.model in cat.nodes:
+            node = cat.nodes[d.model]
+            share = round(d.power_kw * 1000 / node.psus) if d.power_kw else None
+            ports += [PowerPort(d.name, f"psu{n}", round(node.psu_kw * 1000), share) for n in range(1, node.psus + 1)]
+    return Power(tuple(panels.values()), tuple(feeds), tuple(ports), tuple(outlets), tuple(cables))
 
 
 def _cable_tags(lk, by_name) -> tuple[str, ...]:

@@ -178,6 +178,7 @@ def kinds() -> list[Kind]:
                                        "comments": t.description} for t in c.desired.device_types},
              body=lambda k, f, c: {"model": k, "manufacturer": c.id("manufacturers", f["manufacturer"]),
                                    "u_height": f["u_height"], "comments": f["comments"]}, prunable=False),
+        *power_template_kinds(),
         Kind("roles", "extras/roles/", key=lambda o, c: o["name"],
              fields=lambda o, c: {"content_types": _content_types(o)},
              want=lambda c: {r: {"content_types": frozenset({"dcim.device"})} for r in c.desired.roles},
@@ -185,6 +186,7 @@ def kinds() -> list[Kind]:
                                    "color": ROLE_COLORS.get(k, "607d8b")}, prunable=False),
         Kind("devices", "dcim/devices/", key=lambda o, c: o["name"], fields=_device_fields, want=_want_devices,
              body=_device_body, params=lambda c: _in_site(c)),
+        *power_kinds(),
         Kind("interfaces", "dcim/interfaces/", key=lambda o, c: (c.name("devices", o["device"]), o["name"])
              if c.name("devices", o["device"]) else None, params=lambda c: _in_site(c),
              fields=lambda o, c: {"type": _choice(o.get("type")), "speed": o.get("speed"),
@@ -228,6 +230,132 @@ def kinds() -> list[Kind]:
              body=lambda k, f, c: {"ip_address": c.id("ip_addresses", k[0]), "interface": c.id("interfaces", k[1:])},
              label=lambda k: f"{k[0]} on {k[1]}:{k[2]}", parallel=True),
     ]
+
+
+def _model_of(c: Ctx) -> dict[str, str]:
+    return {d.name: d.device_type for d in c.desired.devices}
+
+
+def _draws(o) -> dict:
+    return {"maximum_draw": o.get("maximum_draw"), "allocated_draw": o.get("allocated_draw")}
+
+
+def power_template_kinds() -> list[Kind]:
+    """PSUs and PDU inputs/outlets on the device types: Nautobot instantiates them on each new device."""
+    ports = lambda c: c.desired.power.templates(_model_of(c))[0]  # noqa: E731
+    outlets = lambda c: c.desired.power.templates(_model_of(c))[1]  # noqa: E731
+    return [
+        Kind("power_port_templates", "dcim/power-port-templates/",
+             key=lambda o, c: (c.name("device_types", o["device_type"]), o["name"]), fields=lambda o, c: _draws(o),
+             want=lambda c: {k: {"maximum_draw": p.maximum_draw_w, "allocated_draw": p.allocated_draw_w}
+                             for k, p in ports(c).items()},
+             body=lambda k, f, c: {"device_type": c.id("device_types", k[0]), "name": k[1], **f},
+             prunable=False, label=lambda k: f"{k[0]}:{k[1]}"),
+        Kind("power_outlet_templates", "dcim/power-outlet-templates/",
+             key=lambda o, c: (c.name("device_types", o["device_type"]), o["name"]),
+             fields=lambda o, c: {"power_port_template": c.name("power_port_templates", o.get("power_port_template"))},
+             want=lambda c: {k: {"power_port_template": (k[0], o.power_port)} for k, o in outlets(c).items()},
+             body=lambda k, f, c: {"device_type": c.id("device_types", k[0]), "name": k[1],
+                                   "power_port_template": c.id("power_port_templates", f["power_port_template"])},
+             prunable=False, label=lambda k: f"{k[0]}:{k[1]}"),
+    ]
+
+
+def _on_device(o, c):
+    return (c.name("devices", o["device"]), o["name"]) if c.name("devices", o["device"]) else None
+
+
+def power_kinds() -> list[Kind]:
+    """Panels per row and side, a feed per PDU, the PDU's input cabled to its feed; ports and
+    outlets are checked on each device (templates made them; a device older than its templates
+    gets them here). Components go with their device, so they are never pruned on their own."""
+    site = lambda c: c.desired.site  # noqa: E731
+    return [
+        Kind("power_panels", "dcim/power-panels/", key=lambda o, c: (c.name("locations", o["location"]), o["name"]),
+             fields=lambda o, c: {"rack_group": c.name("rack_groups", o.get("rack_group")), "tags": _tags(o, c)},
+             want=lambda c: {(site(c), p.name): {"rack_group": (site(c), p.row), "tags": frozenset({OWNER_TAG})}
+                             for p in c.desired.power.panels},
+             body=lambda k, f, c: {"name": k[1], "location": c.id("locations", k[0]),
+                                   "rack_group": c.id("rack_groups", f["rack_group"]), "tags": c.tag_ids(f["tags"])},
+             params=lambda c: _in_site(c), label=lambda k: k[1]),
+        Kind("power_feeds", "dcim/power-feeds/", key=lambda o, c: (c.name("power_panels", o["power_panel"]), o["name"])
+             if c.name("power_panels", o["power_panel"]) else None, fields=_feed_fields, want=_want_feeds,
+             body=_feed_body, params=lambda c: _in_site(c), label=lambda k: k[1]),
+        Kind("power_ports", "dcim/power-ports/", key=_on_device, fields=lambda o, c: _draws(o),
+             want=lambda c: {(p.device, p.name): {"maximum_draw": p.maximum_draw_w, "allocated_draw": p.allocated_draw_w}
+                             for p in c.desired.power.ports},
+             body=lambda k, f, c: {"device": c.id("devices", k[0]), "name": k[1], **f},
+             params=lambda c: _in_site(c), prunable=False, parallel=True, label=lambda k: f"{k[0]}:{k[1]}"),
+        Kind("power_outlets", "dcim/power-outlets/", key=_on_device,
+             fields=lambda o, c: {"power_port": c.name("power_ports", o.get("power_port"))},
+             want=lambda c: {(o.device, o.name): {"power_port": (o.device, o.power_port)}
+                             for o in c.desired.power.outlets},
+             body=lambda k, f, c: {"device": c.id("devices", k[0]), "name": k[1],
+                                   "power_port": c.id("power_ports", f["power_port"])},
+             params=lambda c: _in_site(c), prunable=False, parallel=True, label=lambda k: f"{k[0]}:{k[1]}"),
+        Kind("power_cables", "dcim/cables/", key=_power_cable_key, fields=_power_cable_fields,
+             want=lambda c: {x.label: {"ends": ((x.device, x.port), (site(c), x.feed)), "status": PLANNED,
+                                       "tags": frozenset({OWNER_TAG})} for x in c.desired.power.cables},
+             body=_power_cable_body, params=lambda c: {"termination_type": "dcim.powerfeed", **(_in_site(c) or {})}
+             if _in_site(c) else None),
+    ]
+
+
+def _feed_panel(c: Ctx, feed) -> tuple:
+    return (c.desired.site, feed.panel)
+
+
+def _feed_fields(o, c) -> dict:
+    return {"rack": (c.name("racks", o.get("rack")) or (None, None))[1], "status": c.name("statuses", o["status"]),
+            "type": _choice(o.get("type")), "power_path": _choice(o.get("power_path")) or None,
+            "supply": _choice(o.get("supply")), "phase": _choice(o.get("phase")), "voltage": o.get("voltage"),
+            "amperage": o.get("amperage"), "max_utilization": o.get("max_utilization"), "tags": _tags(o, c)}
+
+
+def _want_feeds(c: Ctx) -> dict:
+    return {
+        (_feed_panel(c, f), f.name): {
+            "rack": f.rack, "status": PLANNED, "type": "primary" if f.side == "a" else "redundant",
+            "power_path": f.side, "supply": "ac", "phase": f.phase, "voltage": f.voltage, "amperage": f.amperage,
+            "max_utilization": f.max_utilization, "tags": frozenset({OWNER_TAG})}
+        for f in c.desired.power.feeds
+    }
+
+
+def _feed_body(k, f, c) -> dict:
+    return {"name": k[1], "power_panel": c.id("power_panels", k[0]), "rack": c.id("racks", (k[0][0], f["rack"])),
+            "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"]),
+            **{n: f[n] for n in ("type", "power_path", "supply", "phase", "voltage", "amperage", "max_utilization")}}
+
+
+def _power_ends(o, c) -> tuple | None:
+    if (o.get("termination_a_type"), o.get("termination_b_type")) != ("dcim.powerport", "dcim.powerfeed"):
+        return None
+    feed = c.keys.get("power_feeds", {}).get(o["termination_b_id"])
+    return (c.keys.get("power_ports", {}).get(o["termination_a_id"]), feed and (feed[0][0], feed[1]))
+
+
+def _power_cable_key(o, c):
+    ends = _power_ends(o, c)
+    if ends is None or all(e is None for e in ends):
+        return None
+    return o.get("label") or ("ends", ends)
+
+
+def _power_cable_fields(o, c) -> dict:
+    return {"ends": _power_ends(o, c), "status": c.name("statuses", o["status"]), "tags": _tags(o, c)}
+
+
+def _power_cable_body(k, f, c) -> dict:
+    (port, (site, feed)) = f["ends"]
+    return {"termination_a_type": "dcim.powerport", "termination_a_id": c.id("power_ports", port),
+            "termination_b_type": "dcim.powerfeed", "termination_b_id": c.id("power_feeds", ((site, _panel_of(c, feed)),
+                                                                                              feed)),
+            "label": k, "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])}
+
+
+def _panel_of(c: Ctx, feed: str) -> str:
+    return next(f.panel for f in c.desired.power.feeds if f.name == feed)
 
 
 def _in_site(c: Ctx) -> dict | None:
