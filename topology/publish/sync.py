@@ -282,8 +282,8 @@ def power_kinds() -> list[Kind]:
              if c.name("power_panels", o["power_panel"]) else None, fields=_feed_fields, want=_want_feeds,
              body=_feed_body, params=lambda c: _in_site(c), label=lambda k: k[1]),
         Kind("power_ports", "dcim/power-ports/", key=_on_device, fields=lambda o, c: _draws(o),
-             want=lambda c: {(p.device, p.name): {"maximum_draw": p.maximum_draw_w, "allocated_draw": p.allocated_draw_w}
-                             for p in c.desired.power.ports},
+             want=lambda c: {(p.device, p.name): {"maximum_draw": p.maximum_draw_w,
+                                                  "allocated_draw": p.allocated_draw_w} for p in c.desired.power.ports},
              body=lambda k, f, c: {"device": c.id("devices", k[0]), "name": k[1], **f},
              params=lambda c: _in_site(c), prunable=False, parallel=True, label=lambda k: f"{k[0]}:{k[1]}"),
         Kind("power_outlets", "dcim/power-outlets/", key=_on_device,
