@@ -180,8 +180,7 @@ def test_bom_cables_add_up_to_the_cabling_plan(stack):
     # every link's cable is on the BOM: one per link, a breakout splitter once for the links it serves
     cables = Counter()
     for lk in layout.links:
-        shared = 1 if lk.media in ("MMF", "SMF") else max(lk.a_shared, lk.b_shared)
-        cables[(lk.cable_part, lk.length_class)] += 1 / shared
+        cables[(lk.cable_part, lk.length_class)] += lk.cable_count / lk.cable_shared
     bom_cables = {(r["part"], r["length_class"]): int(r["quantity"]) for r in lines if r["category"] == "cable"}
     assert bom_cables == {k: ceil(v - 1e-9) for k, v in cables.items()}
     # two transceivers per optical link, a breakout cage's module counted once

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from math import ceil
 
-from topology.catalog import Catalog
+from topology.catalog import Catalog, Optic
 from topology.errors import SpecError
 from topology.model import Device, Link, Rack
 from topology.spec import PodSpec
@@ -23,8 +23,19 @@ OPTICAL = ("MMF", "SMF")
 class End:
     form: str  # cage form factor (OSFP, QSFP112, QSFP28, RJ45)
     lane_gbps: int
-    native_gbps: int  # the cage's speed unsplit: a breakout end shares one module
-    ports_per_module: int
+    native_gbps: int  # the module's speed: a switch cage's whole speed, whatever its ports run at
+    ports_per_module: int  # links that share this end's module (a twin-port cage's ports, a breakout's legs)
+    switch: bool = False  # a switch cage: it takes switch optics (NVIDIA's adapter optics are not for switches)
+
+
+@dataclass(frozen=True)
+class Choice:
+    media: str
+    a_part: str
+    b_part: str
+    cable: str
+    count: int = 1  # cables per link
+    shared: int = 1  # links per cable
 
 
 def stock_length(metres: float) -> float:
@@ -52,19 +63,23 @@ def end_of(cat: Catalog, device: Device, link: Link) -> End:
     if model in cat.switches:
         sw = cat.switches[model]
         if link.tier == "oob-agg" and device.role == "oob_switch":  # the SN2201's uplink cages
-            return End(sw.uplink_form or sw.form, sw.uplink_lane_gbps or sw.lane_gbps, sw.uplink_speed_gbps, 1)
+            return End(sw.uplink_form or sw.form, sw.uplink_lane_gbps or sw.lane_gbps, sw.uplink_speed_gbps, 1, True)
         if link.tier == "device-oob" and device.name == link.a_device:  # the switch's own mgmt port
             return End("RJ45", 1, 1, 1)
-        native = sw.cage_speed_gbps
-        per_cage = sw.lanes.get(link.speed_gbps, 1)
-        native_port = native // sw.ports_per_cage
-        shared = per_cage if link.speed_gbps < native_port else 1
-        return End(sw.form, sw.lane_gbps, native if shared > 1 else link.speed_gbps, shared)
+        # one module fills the cage and serves every port of it: a twin-port OSFP's two 400G
+        # ports, a breakout's legs
+        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, sw.lanes.get(link.speed_gbps, 1), True)
     if link.speed_gbps <= 10:  # BMC, PDU and CDU management ports
         return End("RJ45", 1, link.speed_gbps, 1)
     if model in cat.nodes and link.tier == "node-leaf":
         return End(cat.nodes[model].compute_nic_form, 100, link.speed_gbps, 1)
     return End("QSFP112", 100, link.speed_gbps, 1)  # ConnectX-7 storage/in-band and appliance ports
+
+
+def _plug_form(end: End, lane: int) -> str:
+    """The form a cable end or module takes in this cage at `lane`: a QSFP112 cage runs 25G lanes
+    with a QSFP28 plug."""
+    return "QSFP28" if end.form == "QSFP112" and lane == 25 else end.form
 
 
 def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str:
@@ -73,6 +88,10 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str
         options = [m for m in cat.media if m.media == "CAT6"]
     else:
         options = [m for m in cat.media if m.lane_gbps == lane]
+    if a.ports_per_module > 1 and b.ports_per_module > 1:
+        # a copper or AOC assembly splits at one end only: shared cages at both ends (a twin-port
+        # cage's ports to different switches) need a transceiver at each end
+        options = [m for m in options if m.media in OPTICAL]
     for m in options:
         if length <= m.reach_m:
             return m.media
@@ -83,28 +102,61 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str
     )
 
 
-def optic(cat: Catalog, end: End, media: str) -> str:
+def optic(cat: Catalog, end: End, media: str, speed: int, lane: int) -> Optic | None:
+    """The transceiver for this end: a switch cage's module at the cage's speed, a host's at the
+    link's speed (or a faster module that runs it on a splitter leg)."""
+    form = _plug_form(end, lane)
     for o in cat.optics:
-        if o.form == end.form and o.speed_gbps == end.native_gbps and o.media == media:
-            return o.part
-    return f"generic-{end.native_gbps}G-{media}-{end.form}"
+        if o.form != form or o.media != media or o.use not in ("any", "switch" if end.switch else "host"):
+            continue
+        if (end.switch and o.speed_gbps == end.native_gbps) or (
+            not end.switch and (o.speed_gbps == speed or speed in o.also_gbps)
+        ):
+            return o
+    return None
 
 
-def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> tuple[str, str, str, str]:
-    """(media, a end's part, b end's part, cable) for a link of `length` between two ends."""
+def fibre(
+    cat: Catalog, media: str, connector: str, connector_gbps: int, speed: int, length: float
+) -> tuple[str, int, int]:
+    """(part, fibres per link, links per fibre): one straight fibre per connector the link fills
+    (an 800G twin-port link: two), or a 1:n splitter when the link takes part of a connector."""
+    if speed >= connector_gbps:
+        split, count = 1, speed // connector_gbps
+    else:
+        split, count = connector_gbps // speed, 1
+    for f in cat.fibres:
+        if (f.media, f.connector, f.split) == (media, connector, split):
+            return f.part_for(length), count, split
+    kind = f"1to{split}-" if split > 1 else ""
+    return f"generic-{connector}-{kind}{media}-{length:g}m", count, split
+
+
+def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> Choice:
+    """The media, each end's part and the cables for a link of `length` between two ends."""
     media = choose_media(cat, lk, end_a, end_b, length)
+    lane = min(end_a.lane_gbps, end_b.lane_gbps)
     if media in OPTICAL:
-        a_part, b_part = optic(cat, end_a, media), optic(cat, end_b, media)
-        cable = f"MPO-12-{media}-{length:g}m" if lk.speed_gbps >= 100 else f"LC-{media}-{length:g}m"
-        return media, a_part, b_part, cable
+        o_a = optic(cat, end_a, media, lk.speed_gbps, lane)
+        o_b = optic(cat, end_b, media, lk.speed_gbps, lane)
+        known = [o for o in (o_a, o_b) if o]
+        connector = known[0].connector if known else "MPO-12"
+        per_connector = max((o.connector_gbps for o in known), default=lk.speed_gbps)
+        cable, count, shared = fibre(cat, media, connector, per_connector, lk.speed_gbps, length)
+
+        def part(o: Optic | None, end: End) -> str:
+            return o.part if o else f"generic-{end.native_gbps}G-{media}-{_plug_form(end, lane)}"
+
+        return Choice(media, part(o_a, end_a), part(o_b, end_b), cable, count, shared)
     split = max(end_a, end_b, key=lambda e: e.ports_per_module)  # a breakout end: one splitter cable
+    form_a, form_b = _plug_form(end_a, lane), _plug_form(end_b, lane)
     if split.ports_per_module > 1:
         other = end_b if split is end_a else end_a
-        assembly = (f"{media}-{split.native_gbps}G-{split.form}-to-{split.ports_per_module}x"
-                    f"{lk.speed_gbps}G-{other.form}-{length:g}m")
+        assembly = (f"{media}-{split.native_gbps}G-{_plug_form(split, lane)}-to-{split.ports_per_module}x"
+                    f"{lk.speed_gbps}G-{_plug_form(other, lane)}-{length:g}m")
     else:
-        assembly = f"{media}-{lk.speed_gbps}G-{end_a.form}-{end_b.form}-{length:g}m"
-    return media, assembly, assembly, assembly
+        assembly = f"{media}-{lk.speed_gbps}G-{form_a}-{form_b}-{length:g}m"
+    return Choice(media, assembly, assembly, assembly, 1, split.ports_per_module)
 
 
 def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device], racks: list[Rack]) -> list[Link]:
@@ -113,7 +165,7 @@ def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[De
     # A pod has few kinds of cable end and of run: both lookups are memoized (at 100k GPUs,
     # working each of ~300k links out afresh was over half the build)
     ends: dict[tuple, End] = {}
-    chosen: dict[tuple, tuple[str, str, str, str]] = {}
+    chosen: dict[tuple, Choice] = {}
     out = []
     for lk in links:
         a, b = by_name[lk.a_device], by_name[lk.b_device]
@@ -132,18 +184,20 @@ def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[De
         key = (end_a, end_b, length, lk.speed_gbps)
         if key not in chosen:
             chosen[key] = parts(cat, lk, end_a, end_b, length)
-        media, a_part, b_part, cable = chosen[key]
+        c = chosen[key]
         out.append(
             replace(
                 lk,
                 length_class=length_class,
-                media=media,
+                media=c.media,
                 length_m=length,
-                a_part=a_part,
-                b_part=b_part,
-                cable_part=cable,
+                a_part=c.a_part,
+                b_part=c.b_part,
+                cable_part=c.cable,
                 a_shared=end_a.ports_per_module,
                 b_shared=end_b.ports_per_module,
+                cable_count=c.count,
+                cable_shared=c.shared,
             )
         )
     return out

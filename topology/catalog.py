@@ -186,11 +186,29 @@ class MediaOption(_Entry):
 
 
 class Optic(_Entry):
-    form: str
-    speed_gbps: int
+    form: str  # the cage it plugs into
+    speed_gbps: int  # the module's speed (a switch's: the whole cage)
     media: str
+    use: Literal["switch", "host", "any"]  # NVIDIA's adapter optics are not for switch cages
+    connector: str  # its optical connector (MPO-12/APC, MPO-12, LC-duplex)
+    connectors: int = 1  # a twin-port module has two, one per port
+    connector_gbps: int  # what one connector carries; a slower link rides a splitter fibre
+    also_gbps: tuple[int, ...] = ()  # slower speeds it runs on a splitter leg
     part: str
     description: str
+
+
+class Fibre(_Entry):
+    media: str
+    connector: str
+    split: int  # 1: straight; n: a 1:n splitter serving n links
+    part: str  # with {len}: the vendor's length code
+    description: str
+
+    def part_for(self, length_m: float) -> str:
+        whole = int(length_m)
+        code = f"{whole:03d}" if length_m == whole else f"{whole:02d}A"  # NVIDIA: 003 = 3 m, 01A = 1.5 m
+        return self.part.format(len=code)
 
 
 class Catalog(_Entry):
@@ -202,6 +220,7 @@ class Catalog(_Entry):
     cdus: dict[str, CduModel]
     media: tuple[MediaOption, ...]
     optics: tuple[Optic, ...]
+    fibres: tuple[Fibre, ...] = ()
 
 
 @cache

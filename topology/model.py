@@ -39,6 +39,8 @@ class Link:
     cable_part: str = ""  # the fiber between two transceivers, or the assembly
     a_shared: int = 1  # links that share the a end's module or splitter (breakout)
     b_shared: int = 1
+    cable_count: int = 1  # cables the link takes (an 800G twin-port optic: two fibres, one per port)
+    cable_shared: int = 1  # links one cable serves (a breakout assembly or a 1:2 splitter fibre)
 
 
 @dataclass(frozen=True, slots=True)

@@ -76,15 +76,15 @@ def bom_lines(layout: Layout) -> list[BomLine]:
     cables: Counter[tuple[str, str, int]] = Counter()
     optic_ends: Counter[tuple[str, str, int]] = Counter()
     for lk in layout.links:
+        # a link takes cable_count cables (two fibres for an 800G twin-port optic), each serving
+        # cable_shared links (a breakout assembly, a 1:2 splitter fibre)
+        cables[(lk.cable_part, lk.length_class, lk.cable_shared)] += lk.cable_count
         if lk.media in OPTICAL:
-            cables[(lk.cable_part, lk.length_class, 1)] += 1
             optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
             optic_ends[(lk.b_part, lk.length_class, lk.b_shared)] += 1
-        else:
-            cables[(lk.cable_part, lk.length_class, max(lk.a_shared, lk.b_shared))] += 1
-    for (part, length, shared), links in sorted(cables.items()):
-        n = ceil(links / shared)
-        what = f"{links} links on {n} breakout cables" if shared > 1 else f"{n} cables"
+    for (part, length, shared), legs in sorted(cables.items()):
+        n = ceil(legs / shared)
+        what = f"{legs} links on {n} breakout cables" if shared > 1 else f"{n} cables"
         lines.append(BomLine("cable", part, f"{what}, {LENGTH_NOTE.get(length, '')}", length, n, _spares(n, percent)))
     transceivers: Counter[tuple[str, str]] = Counter()
     for (part, length, shared), ends in optic_ends.items():

@@ -63,7 +63,7 @@ def devices_csv(layout: Layout) -> str:
 def cabling_csv(layout: Layout) -> str:
     return _csv(
         ["a_device", "a_port", "b_device", "b_port", "kind", "fabric", "speed_gbps", "length_class", "media",
-         "length_m", "a_part", "b_part", "cable_part"],
+         "length_m", "a_part", "b_part", "cable_part", "cable_qty"],
         (
             (
                 lk.a_device,
@@ -79,6 +79,7 @@ def cabling_csv(layout: Layout) -> str:
                 lk.a_part,
                 lk.b_part,
                 lk.cable_part,
+                f"{lk.cable_count / lk.cable_shared:g}",  # 2: two fibres (800G twin-port); 0.5: half a splitter
             )
             for lk in layout.links
         ),

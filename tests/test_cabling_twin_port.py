@@ -1,0 +1,133 @@
+"""Twin-port cages and split ports order the cables they need (issue 15 item 6, "h-cabling").
+
+An 800G twin-port OSFP (Quantum-2 QM9700, Spectrum-4 SN5600) carries two 400G engines, each with
+its own MPO-12/APC connector: an 800G link takes two fibres, a 400G port one, and a 200G port half
+a 1:2 splitter fibre. The switch's module serves every port of its cage, and NVIDIA's adapter
+optics (single-port flat-top OSFP, QSFP112) are not for switch cages (NVIDIA MMA4Z00-NS,
+MMA4Z00-NS400, MMA1Z00-NS400 product specifications)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from math import ceil
+
+import pytest
+
+from tests.conftest import spec_with, stack_layout
+from topology import catalog
+from topology.build import build
+from topology.render.bom import bom_lines
+from topology.render.tables import cabling_csv
+
+OPTICAL = ("MMF", "SMF")
+
+
+def _sn5600(sus: int):
+    return spec_with("roce-1k", scalable_units=sus, max_scalable_units=sus, nodes_per_su=64,
+                     compute_fabric={"switch_model": "sn5600"}, racks={"racks_per_row": 20},
+                     storage_fabric={"switch_model": "sn5600"},
+                     management={"inband": {"switch_model": "sn5400", "core_switch_model": "sn5400",
+                                            "uplinks_per_switch": 2}})
+
+
+def _rows(layout):
+    body = "\n".join(line for line in cabling_csv(layout).splitlines() if not line.startswith("#"))
+    return list(csv.DictReader(io.StringIO(body)))
+
+
+def test_800g_twin_port_links_take_two_mpo_fibres():
+    layout = build(_sn5600(1))
+    ups = [lk for lk in layout.links if lk.tier == "leaf-spine"]
+    assert {lk.speed_gbps for lk in ups} == {800}
+    optical = [lk for lk in ups if lk.media in OPTICAL]
+    assert optical, "an SU's leaf-spine runs leave the rack"
+    for lk in optical:
+        assert lk.a_part == lk.b_part and lk.a_part in ("MMA4Z00-NS", "MMS4X00-NM"), lk
+        assert (lk.cable_count, lk.cable_shared) == (2, 1), lk  # one MPO-12/APC per 400G engine
+        assert lk.cable_part.startswith(("MFP7E10-N", "MFP7E30-N")), lk
+    # the BOM orders two fibres per 800G optical link
+    fibres = sum(b.quantity for b in bom_lines(layout) if b.category == "cable" and b.part.startswith("MFP7E10"))
+    mmf = [lk for lk in layout.links if lk.cable_part.startswith("MFP7E10")]
+    assert fibres == sum(lk.cable_count for lk in mmf if lk.cable_shared == 1) + sum(
+        ceil(n / 2) for n in Counter((lk.cable_part, lk.length_class) for lk in mmf if lk.cable_shared == 2).values())
+    rows = {(r["a_device"], r["a_port"]): r for r in _rows(layout)}
+    assert all(rows[(lk.a_device, lk.a_port)]["cable_qty"] == "2" for lk in optical)
+
+
+def test_quantum2_cages_take_twin_port_modules_one_fibre_per_400g_port():
+    layout = stack_layout("dgx-h100-ib")
+    cat = catalog.load()
+    for lk in layout.links:
+        if lk.media not in OPTICAL:
+            continue
+        for dev, part, shared in ((lk.a_device, lk.a_part, lk.a_shared), (lk.b_device, lk.b_part, lk.b_shared)):
+            if layout.by_name[dev].model == "qm9700":
+                # one twin-port module serves the cage's two 400G ports
+                assert part in ("MMA4Z00-NS", "MMS4X00-NM") and shared == 2, (lk, part)
+        assert lk.speed_gbps != 400 or (lk.cable_count, lk.cable_shared) == (1, 1), lk
+    node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf" and lk.media in OPTICAL]
+    assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS400", "MMS4X00-NS400"}  # ConnectX-7 OSFP, flat top
+    assert {lk.cable_part.split("-N")[0] for lk in node_leaf} <= {"MFP7E10", "MFP7E30"}
+    assert cat.switches["qm9700"].ports_per_cage == 2
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_no_adapter_optic_in_a_switch_cage(stack):
+    layout = stack_layout(stack)
+    cat = catalog.load()
+    use = {o.part: o.use for o in cat.optics}
+    for lk in layout.links:
+        if lk.media not in OPTICAL:
+            continue
+        for dev, part in ((lk.a_device, lk.a_part), (lk.b_device, lk.b_part)):
+            is_switch = layout.by_name[dev].model in cat.switches
+            if part in use:
+                assert use[part] in ("any", "switch" if is_switch else "host"), (lk, part)
+
+
+@pytest.mark.parametrize("stack", ["roce-1k", "dgx-h100-ib"])
+def test_200g_ports_ride_half_a_splitter_fibre(stack):
+    layout = stack_layout(stack)
+    split = [lk for lk in layout.links if lk.speed_gbps == 200 and lk.media in OPTICAL]
+    assert split
+    for lk in split:
+        # a 400G SR4/DR4 on two channels runs 200G: MFP7E20 (1:2) serves two ports
+        assert lk.cable_part.startswith(("MFP7E20-N", "MFP7E40-N")) and (lk.cable_count, lk.cable_shared) == (1, 2), lk
+        assert lk.a_part in ("MMA1Z00-NS400", "generic-400G-DR4-QSFP112"), lk
+
+
+def test_copper_to_a_twin_port_cage_is_a_splitter_assembly():
+    # the UFM appliances' 400G ports on a QM9700 cage: one 800G twin-port OSFP to 2 x 400G cable
+    layout = stack_layout("dgx-h100-ib")
+    ufm = [lk for lk in layout.links if lk.tier == "ufm-leaf"]
+    assert ufm
+    for lk in ufm:
+        if lk.media in ("DAC", "ACC"):
+            assert "800G-OSFP-to-2x400G" in lk.cable_part and lk.cable_shared == 2, lk
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_no_assembly_splits_at_both_ends_and_25g_lanes_plug_qsfp28(stack):
+    layout = stack_layout(stack)
+    for lk in layout.links:
+        if lk.media not in OPTICAL and lk.media != "CAT6":
+            assert min(lk.a_shared, lk.b_shared) == 1, lk
+        if lk.media == "AOC" or (lk.media == "DAC" and lk.speed_gbps <= 100):
+            assert "QSFP112" not in lk.cable_part, lk  # a QSFP112 cage runs 4 x 25G with a QSFP28 plug
+
+
+def test_fibre_parts_carry_nvidias_length_code():
+    f = next(f for f in catalog.load().fibres if f.part.startswith("MFP7E10"))
+    assert f.part_for(3) == "MFP7E10-N003" and f.part_for(50) == "MFP7E10-N050" and f.part_for(1.5) == "MFP7E10-N01A"
+
+
+@pytest.mark.parametrize("stack", ["roce-1k", "dgx-h100-ib"])
+def test_cable_quantities_in_cabling_csv_add_up_to_the_bom(stack):
+    layout = stack_layout(stack)
+    want = Counter()
+    for r in _rows(layout):
+        want[(r["cable_part"], r["length_class"])] += float(r["cable_qty"])
+    bom = {(b.part, b.length_class): b.quantity for b in bom_lines(layout) if b.category == "cable"}
+    assert bom == {k: ceil(v - 1e-9) for k, v in want.items()}
