@@ -118,3 +118,33 @@ def test_written_by_plan_beside_the_other_artifacts(tmp_path):
     files = render_netbox(stack_layout("lab"), tmp_path)
     assert {p.parent for p in files} == {tmp_path / "netbox"}
     assert sorted(p.name for p in files) == sorted(netbox_tables(desired_objects(stack_layout("lab"))))
+
+
+POWER_COLUMNS = {  # NetBox 4.x PowerPanelImportForm, PowerFeedImportForm, PowerPort/PowerOutletImportForm
+    "15-power-panels.csv": ["site", "location", "name", "tags"],
+    "16-power-feeds.csv": ["site", "power_panel", "location", "rack", "name", "status", "type", "supply", "phase",
+                           "voltage", "amperage", "max_utilization", "tags"],
+    "17-power-ports.csv": ["device", "name", "maximum_draw", "allocated_draw", "tags"],
+    "18-power-outlets.csv": ["device", "name", "power_port", "tags"],
+}
+
+
+def test_power_rows_name_existing_objects(tables):
+    for name, header in POWER_COLUMNS.items():
+        assert tables[name].splitlines()[0].split(",") == header, name
+    locations = {r["name"] for r in rows(tables, "03-locations.csv")}
+    racks = {r["name"]: r["location"] for r in rows(tables, "04-racks.csv")}
+    devices = {r["name"]: r for r in rows(tables, "08-devices.csv")}
+    panels = {r["name"]: r for r in rows(tables, "15-power-panels.csv")}
+    assert panels and all(p["location"] in locations for p in panels.values())
+    feeds = rows(tables, "16-power-feeds.csv")
+    pdus = [n for n, d in devices.items() if d["role"] == "pdu"]
+    assert len(feeds) == len(pdus) > 0
+    for f in feeds:
+        assert f["power_panel"] in panels and racks[f["rack"]] == f["location"] == panels[f["power_panel"]]["location"]
+        assert f["type"] in ("primary", "redundant") and f["supply"] == "ac"
+        assert f["phase"] in ("single-phase", "three-phase") and int(f["voltage"]) > 0 and int(f["amperage"]) > 0
+    ports = {(r["device"], r["name"]) for r in rows(tables, "17-power-ports.csv")}
+    assert all(d in devices for d, _ in ports) and {(p, "input") for p in pdus} <= ports
+    outlets = rows(tables, "18-power-outlets.csv")
+    assert outlets and all((o["device"], o["power_port"]) in ports for o in outlets)

@@ -95,6 +95,29 @@ def netbox_tables(d: Desired) -> dict[str, str]:
             ((a.address, "planned", a.role, dev, ifname, a.pool, OWNER_TAG)
              for a in d.addresses for dev, ifname in a.interfaces),
         ),
+        **_power_tables(d),
+    }
+
+
+def _power_tables(d: Desired) -> dict[str, str]:
+    """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs. NetBox has
+    no import for device-type components, so ports and outlets are one row per device."""
+    site, p = d.site, d.power
+    rack_row = {r.name: r.row for r in d.racks}
+    return {
+        "15-power-panels.csv": _csv(["site", "location", "name", "tags"],
+                                    ((site, x.row, x.name, OWNER_TAG) for x in p.panels)),
+        "16-power-feeds.csv": _csv(
+            ["site", "power_panel", "location", "rack", "name", "status", "type", "supply", "phase", "voltage",
+             "amperage", "max_utilization", "tags"],
+            ((site, f.panel, rack_row[f.rack], f.rack, f.name, "planned", "primary" if f.side == "a" else "redundant",
+              "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in p.feeds),
+        ),
+        "17-power-ports.csv": _csv(["device", "name", "maximum_draw", "allocated_draw", "tags"],
+                                   ((x.device, x.name, _blank(x.maximum_draw_w), _blank(x.allocated_draw_w), OWNER_TAG)
+                                    for x in p.ports)),
+        "18-power-outlets.csv": _csv(["device", "name", "power_port", "tags"],
+                                     ((o.device, o.name, o.power_port, OWNER_TAG) for o in p.outlets)),
     }
 
 
