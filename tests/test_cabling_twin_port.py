@@ -18,6 +18,8 @@ import pytest
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
 from topology.build import build
+from topology.cabling import End, parts
+from topology.model import Link
 from topology.render.bom import bom_lines
 from topology.render.tables import cabling_csv
 
@@ -44,7 +46,7 @@ def test_800g_twin_port_links_take_two_mpo_fibres():
     optical = [lk for lk in ups if lk.media in OPTICAL]
     assert optical, "an SU's leaf-spine runs leave the rack"
     for lk in optical:
-        assert lk.a_part == lk.b_part and lk.a_part in ("MMA4Z00-NS", "MMS4X00-NM"), lk
+        assert lk.a_part == lk.b_part and lk.a_part in ("MMA4Z00-NS", "MMS4X00-NS", "MMS4X00-NM"), lk
         assert (lk.cable_count, lk.cable_shared) == (2, 1), lk  # one MPO-12/APC per 400G engine
         assert lk.cable_part.startswith(("MFP7E10-N", "MFP7E30-N")), lk
     # the BOM orders two fibres per 800G optical link
@@ -65,7 +67,7 @@ def test_quantum2_cages_take_twin_port_modules_one_fibre_per_400g_port():
         for dev, part, shared in ((lk.a_device, lk.a_part, lk.a_shared), (lk.b_device, lk.b_part, lk.b_shared)):
             if layout.by_name[dev].model == "qm9700":
                 # one twin-port module serves the cage's two 400G ports
-                assert part in ("MMA4Z00-NS", "MMS4X00-NM") and shared == 2, (lk, part)
+                assert part in ("MMA4Z00-NS", "MMS4X00-NS", "MMS4X00-NM") and shared == 2, (lk, part)
         assert lk.speed_gbps != 400 or (lk.cable_count, lk.cable_shared) == (1, 1), lk
     node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf" and lk.media in OPTICAL]
     assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS400", "MMS4X00-NS400"}  # ConnectX-7 OSFP, flat top
@@ -118,6 +120,21 @@ def test_no_assembly_splits_at_both_ends_and_25g_lanes_plug_qsfp28(stack):
             assert "QSFP112" not in lk.cable_part, lk  # a QSFP112 cage runs 4 x 25G with a QSFP28 plug
 
 
+def test_single_mode_optics_are_chosen_by_their_own_reach():
+    # MMS4X00-NS (2xDR4) and the ConnectX-7's MMS4X00-NS400 reach 100 m; MMS4X00-NM 500 m
+    cat = catalog.load()
+    qm = cat.switches["qm9700"]
+    cage = End(qm.form, qm.lane_gbps, qm.cage_speed_gbps, 2, True)
+    nic = End("OSFP", 100, 400, 1)
+    lk = Link("a", "1/1/1", "b", "1/1/1", "compute", "leaf-spine", 400)
+    near, far = parts(cat, lk, cage, cage, 80), parts(cat, lk, cage, cage, 150)
+    assert (near.media, near.a_part, near.cable) == ("SMF", "MMS4X00-NS", "MFP7E30-N080")
+    assert (far.media, far.a_part, far.b_part, far.cable) == ("SMF", "MMS4X00-NM", "MMS4X00-NM", "MFP7E30-N150")
+    host = parts(cat, lk, nic, cage, 80)
+    assert (host.a_part, host.b_part, host.count, host.shared) == ("MMS4X00-NS400", "MMS4X00-NS", 1, 1)
+    assert parts(cat, lk, nic, cage, 150).a_part.startswith("generic-")  # no NVIDIA adapter DR4 reaches 150 m
+
+
 def test_fibre_parts_carry_nvidias_length_code():
     f = next(f for f in catalog.load().fibres if f.part.startswith("MFP7E10"))
     assert f.part_for(3) == "MFP7E10-N003" and f.part_for(50) == "MFP7E10-N050" and f.part_for(1.5) == "MFP7E10-N01A"
@@ -127,7 +144,9 @@ def test_fibre_parts_carry_nvidias_length_code():
 def test_cable_quantities_in_cabling_csv_add_up_to_the_bom(stack):
     layout = stack_layout(stack)
     want = Counter()
+    ours = {(lk.a_device, lk.a_port) for lk in layout.links}
     for r in _rows(layout):
-        want[(r["cable_part"], r["length_class"])] += float(r["cable_qty"])
+        if (r["a_device"], r["a_port"]) in ours:
+            want[(r["cable_part"], r["length_class"])] += float(r["cable_qty"])
     bom = {(b.part, b.length_class): b.quantity for b in bom_lines(layout) if b.category == "cable"}
     assert bom == {k: ceil(v - 1e-9) for k, v in want.items()}

@@ -102,12 +102,14 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str
     )
 
 
-def optic(cat: Catalog, end: End, media: str, speed: int, lane: int) -> Optic | None:
+def optic(cat: Catalog, end: End, media: str, speed: int, lane: int, length: float) -> Optic | None:
     """The transceiver for this end: a switch cage's module at the cage's speed, a host's at the
-    link's speed (or a faster module that runs it on a splitter leg)."""
+    link's speed (or a faster module that runs it on a splitter leg), the first that reaches."""
     form = _plug_form(end, lane)
     for o in cat.optics:
         if o.form != form or o.media != media or o.use not in ("any", "switch" if end.switch else "host"):
+            continue
+        if o.reach_m is not None and length > o.reach_m:
             continue
         if (end.switch and o.speed_gbps == end.native_gbps) or (
             not end.switch and (o.speed_gbps == speed or speed in o.also_gbps)
@@ -137,8 +139,8 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> Choi
     media = choose_media(cat, lk, end_a, end_b, length)
     lane = min(end_a.lane_gbps, end_b.lane_gbps)
     if media in OPTICAL:
-        o_a = optic(cat, end_a, media, lk.speed_gbps, lane)
-        o_b = optic(cat, end_b, media, lk.speed_gbps, lane)
+        o_a = optic(cat, end_a, media, lk.speed_gbps, lane, length)
+        o_b = optic(cat, end_b, media, lk.speed_gbps, lane, length)
         known = [o for o in (o_a, o_b) if o]
         connector = known[0].connector if known else "MPO-12"
         per_connector = max((o.connector_gbps for o in known), default=lk.speed_gbps)

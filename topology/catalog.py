@@ -194,6 +194,7 @@ class Optic(_Entry):
     connectors: int = 1  # a twin-port module has two, one per port
     connector_gbps: int  # what one connector carries; a slower link rides a splitter fibre
     also_gbps: tuple[int, ...] = ()  # slower speeds it runs on a splitter leg
+    reach_m: float | None = None  # its own reach where shorter than its media's
     part: str
     description: str
 
