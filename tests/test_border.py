@@ -5,9 +5,25 @@ to the site over `management.inband.border_uplinks` addressed links with eBGP to
 
 from __future__ import annotations
 
-import pytest
+import csv
+import io
+import json
+from collections import Counter
 
-from tests.conftest import stack_layout
+import netaddr
+import pytest
+import yaml
+
+from tests.conftest import spec_with, stack_layout
+from tests.invariants import check_addresses, check_all
+from topology import catalog
+from topology.build import build
+from topology.errors import SpecError, SpecErrors
+from topology.render.switches.build import build_intents
+from topology.render.switches.frr import render_frr
+from topology.render.switches.nvue import render_nvue
+from topology.render.switches.sonic import render_config_db
+from topology.render.tables import cabling_csv
 
 
 @pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
@@ -20,3 +36,102 @@ def test_an_oob_switch_is_not_its_own_gateway(stack):
     for a in layout.addresses:
         if a.device in switches and a.interface == "vlan1":
             assert a.peer not in own[a.device], f"{a.device} vlan1 names its own {a.peer} as gateway"
+
+
+def _border(layout):
+    return [lk for lk in layout.border_links if lk.tier == "border"]
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 4])
+def test_each_inband_core_has_the_spec_count_of_border_uplinks(count):
+    layout = build(spec_with("lab", management={"inband": {"border_uplinks": count}}))
+    cores = [d.name for d in layout.devices if d.role == "inband_core"]
+    per_core = Counter(lk.a_device for lk in _border(layout))
+    assert cores and all(per_core[c] == count for c in cores), per_core
+    assert all(lk.b_device == "site-border" for lk in _border(layout))
+    check_all(layout)
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"])
+def test_border_uplinks_are_addressed_cabled_and_free_of_other_cables(stack):
+    layout = stack_layout(stack)
+    border = _border(layout)
+    assert len(border) == 2 * sum(d.role == "inband_core" for d in layout.devices)
+    inside = {(lk.a_device, lk.a_port) for lk in layout.links} | {(lk.b_device, lk.b_port) for lk in layout.links}
+    pool = netaddr.IPNetwork(layout.spec.addressing.border)
+    addr = {(a.device, a.interface): a for a in layout.addresses}
+    rows = list(csv.DictReader(io.StringIO(cabling_csv(layout))))
+    for lk in border:
+        assert (lk.a_device, lk.a_port) not in inside, lk
+        a = addr[(lk.a_device, lk.a_port)]
+        net = netaddr.IPNetwork(a.network)
+        assert a.pool == "border" and net.prefixlen == 31 and net in pool, a
+        assert a.peer == str(net.network) and a.address == f"{net.network + 1}/31", a  # site .0, core .1
+        row = next(r for r in rows if (r["a_device"], r["a_port"]) == (lk.a_device, lk.a_port))
+        assert row["b_device"] == "site-border" and row["kind"] == "border", row
+        assert row["media"] and float(row["length_m"]) > 0 and row["a_part"] and row["cable_part"], row
+    check_addresses(layout)
+
+
+def test_border_ports_are_growth_stable_and_the_cores_share_the_top_asn():
+    small = build(spec_with("roce-1k", scalable_units=2, max_scalable_units=4))
+    big = stack_layout("roce-1k")
+    assert _border(small) and set(_border(small)) <= set(_border(big))
+    for layout in (small, big):
+        asns = {a.asn for a in layout.asns if a.scope == "inband-border"}
+        assert asns == {layout.spec.addressing.asn_last}
+        check_addresses(layout)
+
+
+def test_three_tier_inband_cores_take_the_border_above_their_spine_links():
+    layout = build(spec_with("lab", scalable_units=2, max_scalable_units=40, racks={"racks_per_row": 20}))
+    assert layout.facts and any(d.role == "inband_spine" for d in layout.devices)
+    border = _border(layout)
+    assert len(border) == 2 * sum(d.role == "inband_core" for d in layout.devices)
+    check_all(layout)
+
+
+def test_too_many_border_uplinks_name_the_field():
+    with pytest.raises(SpecError) as e:
+        build(spec_with("lab", management={"inband": {"border_uplinks": 16}}, max_scalable_units=12))
+    assert e.value.field == "management.inband.border_uplinks", e.value
+    fits = int(str(e.value).split("use border_uplinks: ")[1].split(",")[0])
+    assert 0 < fits < 16
+    check_all(build(spec_with("lab", management={"inband": {"border_uplinks": fits}}, max_scalable_units=12)))
+
+
+@pytest.mark.parametrize("asn,rule", [
+    (23456, "reserved"), (65535, "reserved"), (13335, "RFC 6996"), (4200000000, "own range"),
+])
+def test_a_bad_site_asn_is_refused(asn, rule):
+    with pytest.raises((SpecError, SpecErrors)) as e:
+        spec_with("lab", addressing={"border_asn": asn})
+    errs = e.value.errors if isinstance(e.value, SpecErrors) else [e.value]
+    assert any(x.field == "addressing.border_asn" and rule in str(x) for x in errs), errs
+
+
+def _core_intent(layout):
+    return next(i for i in build_intents(layout) if i.name == "inband-core-01")
+
+
+def test_the_cores_peer_with_the_site_in_nvue_and_frr():
+    layout = build(spec_with("lab", addressing={"border_asn": 65010}))
+    core = _core_intent(layout)
+    peers = {a.peer for a in layout.addresses if a.device == core.name and a.pool == "border"}
+    assert core.bgp and {n.address for n in core.bgp.neighbors} == peers and len(peers) == 2
+    nvue = yaml.safe_load(render_nvue(core))
+    vrf = nvue[0]["set"]["vrf"]["default"]["router"]["bgp"]
+    assert {k: v["remote-as"] for k, v in vrf["neighbor"].items()} == dict.fromkeys(peers, 65010)
+    assert set(vrf["address-family"]["ipv4-unicast"]["aggregate-route"]) == {"10.16.0.0/14", "10.20.0.0/14"}
+    frr = render_frr(core)
+    assert all(f"neighbor {p} remote-as 65010" in frr for p in peers)
+    default = _core_intent(stack_layout("lab"))  # no site ASN given: the site's, whatever it is
+    assert {n.remote_as for n in default.bgp.neighbors} == {"external"}
+
+
+def test_sonic_cores_render_the_border_sessions():
+    layout = build(spec_with("lab", management={"inband": {"switch_os": "sonic"}}, addressing={"border_asn": 65010}))
+    core = _core_intent(layout)
+    db = json.loads(render_config_db(core, catalog.load().switches[core.model]))
+    assert {n for n in db["BGP_NEIGHBOR"]} == {n.address for n in core.bgp.neighbors}
+    assert "remote-as 65010" in render_frr(core)

@@ -64,5 +64,5 @@ def test_cabling_csv_has_length_and_parts_at_both_ends():
     body = "\n".join(line for line in text.splitlines() if not line.startswith("#"))
     rows = list(csv.DictReader(io.StringIO(body)))
     assert {"length_m", "a_part", "b_part", "cable_part"} <= set(rows[0])
-    assert len(rows) == len(layout.links)
+    assert len(rows) == len(layout.links) + len(layout.border_links)  # border: to the site's routers
     assert all(float(r["length_m"]) > 0 and r["a_part"] and r["b_part"] for r in rows)

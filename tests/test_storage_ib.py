@@ -10,6 +10,8 @@ from pathlib import Path
 
 import netaddr
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import spec_with
 from tests.invariants import check_all, check_growth
@@ -100,3 +102,23 @@ def test_inventory_storage_nics_have_no_gateway(layout, tmp_path):
     node = next(d for d in layout.devices if d.role == "gpu_node")
     mine = [a for a in layout.addresses if a.device == node.name and a.pool == "storage"]
     assert {a.interface for a in mine} == {"ibp41s0f0", "ibp170s0f0"} and all(not a.peer for a in mine)
+
+
+@settings(max_examples=10, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(nodes=st.sampled_from([4, 8, 16, 31, 32, 64]), sus=st.integers(1, 3), ufm=st.booleans(),
+       manager=st.sampled_from(["ufm", "switch"]), servers=st.integers(0, 40))
+def test_generated_ib_storage_pods_hold_the_invariants(nodes, sus, ufm, manager, servers):
+    def pod(built):
+        return spec_with("dgx-h100-ib", scalable_units=built, max_scalable_units=sus, nodes_per_su=nodes,
+                         compute_fabric={"fabric_manager": ufm, "switch_subnet_manager": not ufm},
+                         storage_fabric={"switch_model": "qm9700", "subnet_manager": manager,
+                                         "storage_servers": servers})
+    try:
+        big = build(pod(sus))
+    except SpecError as e:  # refusals name the field to change
+        assert e.field.startswith(("storage_fabric.", "compute_fabric.", "racks.", "nodes_per_su")), e
+        return
+    check_all(big)
+    assert all(not a.peer for a in big.addresses if a.pool == "storage")
+    assert any(d.name == "storage-ufm-01" for d in big.devices) == (manager == "ufm")
+    check_growth(build(pod(1)), big)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from topology import catalog, ipam
+from topology.border import border_addresses, border_asns, border_cables, border_uplinks
 from topology.cabling import with_cables
 from topology.fabric import compute_fabric, names_for, size_compute, storage_fabric
 from topology.inband import inband_fabric
@@ -38,9 +39,13 @@ def build(spec: PodSpec) -> Layout:
     devices, oob_links, racks, rack_positions = place_racks(spec, cat, names, devices)
     links += oob_links
     links += oob_uplinks(spec, cat, devices, links)
-    check_ports(links)
+    border = border_uplinks(spec, cat, devices, links)  # north-south: the in-band cores to the site
+    check_ports(links + border)
     links = with_cables(spec, cat, links, devices, racks)
     addresses, asns = ipam.plan(spec, cat, sizing, devices, links, racks, rack_positions)
+    border = border_cables(spec, cat, border, devices, racks)
+    addresses += border_addresses(spec, border)
+    asns += border_asns(spec, devices, asns)
     facts = {
         "tiers": sizing.tiers,
         "nodes": sum(1 for d in devices if d.role == "gpu_node"),
@@ -63,4 +68,5 @@ def build(spec: PodSpec) -> Layout:
         asns=tuple(asns),
         tiers=tuple(tiers),
         facts=facts,
+        border_links=tuple(border),
     )

@@ -112,6 +112,7 @@ class Layout:
     asns: tuple[Asn, ...] = ()
     tiers: tuple[Tier, ...] = ()
     facts: dict = field(default_factory=dict)  # derived numbers worth printing (tiers, blocks, ...)
+    border_links: tuple[Link, ...] = ()  # in-band cores to the site's border (its end is no device of ours)
 
     @cached_property
     def by_name(self) -> dict[str, Device]:

@@ -118,6 +118,12 @@ class Inband(_Spec):
         "or EVPN multihoming (no peer link; needs an EVPN underlay on the pair)",
     )
     peer_links: Annotated[int, Field(ge=1, le=8)] = Field(2, description="MLAG peer-link cables per switch pair")
+    border_uplinks: Annotated[int, Field(ge=0, le=16)] = Field(
+        2,
+        description="north-south: routed links from each in-band core (the pod's border, as the border leaf pair "
+        "of NVIDIA's RAs) to the site's border routers (`site-border` in cabling.csv), a /31 each from "
+        "addressing.border, eBGP to addressing.border_asn; 0: none",
+    )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))
@@ -210,12 +216,19 @@ class Addressing(_Spec):
     inband: str = "10.16.0.0/14"
     oob: str = "10.20.0.0/14"
     storage: str = "10.24.0.0/14"
+    border: str = Field("10.28.0.0/24", description="/31s of the in-band cores' border uplinks (site end .0)")
     ipoib: bool = Field(False, description="InfiniBand only: give rail HCAs IPoIB addresses")
     asn_first: int = Field(4200000000, ge=1, le=4294967295)
     asn_last: int = Field(4294967294, ge=1, le=4294967295)
     asn_public: bool = Field(False, description="allow ASNs outside the private ranges of RFC 6996")
 
-    _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")(lambda v: _network(v))
+    border_asn: int | None = Field(
+        None, ge=1, le=4294967295,
+        description="the site border routers' ASN (remote-as of the border sessions); unset: `remote-as external`",
+    )
+
+    _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage", "border")(
+        lambda v: _network(v))
 
     # Field validators (not a model validator) so an error names the field to change; fields
     # validate in declaration order, so asn_last sees asn_first and asn_public sees both.
@@ -249,10 +262,26 @@ class Addressing(_Spec):
             )
         return public
 
+    @field_validator("border_asn")
+    @classmethod
+    def _border_asn(cls, asn: int | None, info: ValidationInfo) -> int | None:
+        # the site's ASN: not reserved, private unless asn_public, and none of the pod's own
+        first, last, public = info.data.get("asn_first"), info.data.get("asn_last"), info.data.get("asn_public")
+        if asn is None:
+            return asn
+        for lo, hi, why in RESERVED_ASNS:
+            if lo <= asn <= hi:
+                raise ValueError(f"ASN {asn} is reserved ({why})")
+        if not public and not asn_is_private(asn):
+            raise ValueError(f"ASN {asn} is not private (RFC 6996); set asn_public: true to use a public ASN")
+        if first is not None and last is not None and first <= asn <= last:
+            raise ValueError(f"ASN {asn} lies in the pod's own range asn_first-asn_last ({first}-{last})")
+        return asn
+
     def pools(self) -> dict[str, netaddr.IPNetwork]:
         return {
             name: netaddr.IPNetwork(getattr(self, name))
-            for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage")
+            for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage", "border")
         }
 
 

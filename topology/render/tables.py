@@ -81,7 +81,7 @@ def cabling_csv(layout: Layout) -> str:
                 lk.cable_part,
                 f"{lk.cable_count / lk.cable_shared:g}",  # 2: two fibres (800G twin-port); 0.5: half a splitter
             )
-            for lk in layout.links
+            for lk in (*layout.links, *layout.border_links)  # border: the far end is the site's
         ),
     )
 

@@ -81,7 +81,7 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
     spec = layout.spec
     cat = catalog.load()
     links_of: dict[str, list[Link]] = {}
-    for lk in layout.links:
+    for lk in (*layout.links, *layout.border_links):
         links_of.setdefault(lk.a_device, []).append(lk)
         links_of.setdefault(lk.b_device, []).append(lk)
     by_end = {(a.device, a.interface): a for a in layout.addresses}
@@ -112,7 +112,10 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
-        if d.name in asn:
+        if d.role == "inband_core" and d.name in asn:  # the pod's border (topology/border.py)
+            nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn)
+            bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob))
+        elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
             mine = netaddr.IPSet(subnets)
             aggs = sections.aggregates(subnets, host_space - mine)

@@ -68,7 +68,7 @@ class Neighbor:
     peer: str  # planned device name
     interface: str  # local port
     address: str  # peer's address ("" for unnumbered: the session runs over the port's IPv6 LLA)
-    remote_as: int
+    remote_as: int | str  # a planned ASN, or "external" (the site's border when addressing.border_asn is unset)
 
 
 @dataclass(frozen=True, slots=True)

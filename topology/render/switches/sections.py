@@ -46,7 +46,8 @@ def ports(
                 name=local,
                 speed_gbps=lk.speed_gbps,
                 peer=f"{peer}:{peer_port}",
-                address=addr.address if addr and (addr.pool in ("rails", "fabric_p2p") or _oob_p2p(addr)) else "",
+                address=addr.address if addr and (addr.pool in ("rails", "fabric_p2p", "border") or _oob_p2p(addr))
+                else "",
                 access_vlan=access_vlan.get(local),
                 lossless=roce and lk.tier in LOSSLESS_TIERS,
             )
@@ -130,6 +131,27 @@ def bgp(
     summaries = () if set(aggs) == set(exact) else aggs
     networks = ((f"{router_id}/32",) if router_id else ()) + tuple(exact)
     return Bgp(asn, router_id, nbrs, networks, summaries, unnumbered)
+
+
+def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn: int | None) -> tuple[Neighbor, ...]:
+    """The in-band cores' eBGP sessions to the site's border routers (topology/border.py): the
+    site's end of each /31 is the planned peer; without a site ASN, `remote-as external`."""
+    out = []
+    for lk in links:
+        addr = addresses.get(lk.a_port)
+        if lk.tier == "border" and addr is not None:
+            out.append(Neighbor(lk.b_device, lk.a_port, addr.peer, site_asn if site_asn is not None else "external"))
+    return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
+
+
+def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], summaries: tuple[str, ...]) -> Bgp:
+    """Originates the management subnets this core holds (its in-band SVIs, its OOB /31s) and
+    announces the pod's management pools to the site as summaries (NVIDIA's north-south design:
+    aggregate summary routes toward the edge); router-id: its first border address."""
+    held = sorted({a.network for a in own.values() if not a.interface.endswith("-v0") and (
+        a.pool == "inband" or _oob_p2p(a))}, key=network)  # not eth0's rack subnet: that is the mgmt VRF's
+    router_id = min((a.address.split("/")[0] for a in own.values() if a.pool == "border"), key=netaddr.IPAddress)
+    return Bgp(asn, router_id, nbrs, tuple(held), summaries if held else ())
 
 
 def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:

@@ -101,7 +101,7 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
         db["BGP_NEIGHBOR"] = {
             n.address: {"asn": str(n.remote_as), "name": n.peer, "local_addr": _local(sw, n.interface)}
             for n in sw.bgp.neighbors
-            if n.address
+            if n.address and isinstance(n.remote_as, int)  # "external" (the site's border) lives in frr.conf only
         }
     if sw.qos:
         db.update(_qos(sw, names))

@@ -1,0 +1,117 @@
+"""North-south: the in-band cores are the pod's border toward the site.
+
+NVIDIA's north-south designs (Mission Control north-south network, the border leaf pair "BTOR")
+give the management network a pair of border switches with eBGP to the customer's edge, which
+receives summary routes of the pod's management space. Here the in-band cores are that pair
+(they already hold the mgmt nodes' gateway and the OOB aggregation uplinks):
+`management.inband.border_uplinks` routed links from each core to the site's border routers,
+a /31 each from `addressing.border` (site end .0, core .1), eBGP to `addressing.border_asn`
+(`remote-as external` when unset), the cores' own ASN the top of the pod's range (asn_last).
+
+Ports are positional: whole free cages of each core from the top down, below the cages its mgmt
+nodes, peer links and OOB uplinks hold, above the cages the end state's switch (two tiers) or
+spine (three tiers) links reserve, so growing the pod moves none of them. The far end is the
+site's equipment (`site-border`, port `handoffN`), no device of the plan; for cabling the site's
+end is taken at the head of the first core's row (its run beyond that is the site's).
+"""
+
+from __future__ import annotations
+
+from math import ceil
+
+from netaddr.strategy.ipv4 import int_to_str
+
+from topology.cabling import with_cables
+from topology.catalog import Catalog
+from topology.errors import SpecError
+from topology.inband import size_inband
+from topology.ipam import Pool
+from topology.mgmt_net import _cages_used
+from topology.model import Address, Asn, Device, Link, Rack
+from topology.spec import PodSpec
+
+TIER = "border"
+SITE_BORDER = "site-border"  # the site's border routers: the far end of every border uplink
+POOL = "border"
+
+
+def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[Link]) -> list[Link]:
+    """Each in-band core's border uplinks at the core's native speed. Slot: core slot x count + j."""
+    ib = spec.management.inband
+    count = ib.border_uplinks
+    cores = sorted((d for d in devices if d.role == "inband_core"), key=lambda d: d.slot)
+    if not count or not cores:
+        return []
+    core_key = ib.core_switch_model or ib.switch_model
+    core_sw = cat.switches[core_key]
+    sz = size_inband(spec, cat)
+    if sz.tiers == 2:
+        ends = sz.switches_max * (ib.uplinks_per_switch // sz.cores)
+    else:
+        ends = sz.blocks_max * sz.spine_links_per_core
+    reserved = ceil(ends / core_sw.lanes[sz.up_speed])  # bottom cages: the end state's links
+    used: dict[str, set[str]] = {}
+    for lk in links:
+        used.setdefault(lk.a_device, set()).add(lk.a_port)
+        used.setdefault(lk.b_device, set()).add(lk.b_port)
+    speed = core_sw.native_gbps
+    out: list[Link] = []
+    for core in cores:
+        taken = _cages_used(core_sw, used.get(core.name, set()))
+        free = [k for k in range(core_sw.cages - 1, reserved - 1, -1) if k not in taken]
+        if len(free) < count:
+            raise SpecError(
+                "management.inband.border_uplinks",
+                f"in-band fabric: {count} border uplinks per in-band core need {count} free cages; "
+                f"{core.name} ({core_key}) has {len(free)} beside its switch, mgmt node, peer and OOB links "
+                f"(use border_uplinks: {len(free)}, or a larger management.inband.core_switch_model)",
+            )
+        for j in range(count):
+            slot = core.slot * count + j
+            out.append(Link(core.name, core_sw.port(free[j] * core_sw.lanes[speed], speed), SITE_BORDER,
+                            f"handoff{slot + 1}", "inband", TIER, speed, slot=slot))
+    return out
+
+
+def border_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device],
+                  racks: list[Rack]) -> list[Link]:
+    """Length, media and parts as for any cable, the site's end at the head of the core's row
+    (a cage like the core's: the site orders the optic that matches)."""
+    if not links:
+        return []
+    by_name = {d.name: d for d in devices}
+    core = by_name[links[0].a_device]
+    row = next(r for r in racks if r.name == core.rack).row
+    site_rack = Rack(SITE_BORDER, row, 0, "site", None, 0.0, 0.0, 0.0, 0.0, "", 0)
+    site = Device(SITE_BORDER, "site_border", core.model, rack=SITE_BORDER)
+    return with_cables(spec, cat, links, [*devices, site], [*racks, site_rack])
+
+
+def border_addresses(spec: PodSpec, links: list[Link]) -> list[Address]:
+    """A /31 per border uplink by its slot: the site's end .0 (its peer), the core's .1. Only
+    the core's end is an address of the plan; the site configures .0."""
+    if not links:
+        return []
+    pool = Pool(spec, POOL, 31, max(lk.slot for lk in links) + 1)
+    out = []
+    for lk in links:
+        base, net = pool.subnet(lk.slot)
+        out.append(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, POOL, int_to_str(base)))
+    return out
+
+
+def border_asns(spec: PodSpec, devices: list[Device], asns: list[Asn]) -> list[Asn]:
+    """The in-band cores share the top ASN of the pod's range (the fabrics count up from asn_first,
+    so it never moves as the pod grows)."""
+    cores = [d for d in devices if d.role == "inband_core"]
+    if not spec.management.inband.border_uplinks or not cores:
+        return []
+    top = spec.addressing.asn_last
+    if any(a.asn >= top for a in asns):
+        a = spec.addressing
+        raise SpecError(
+            "addressing.asn_last",
+            f"ASN range {a.asn_first}-{a.asn_last}: the fabrics take it all and the in-band cores' border ASN "
+            f"(asn_last) needs one more; raise asn_last by 1",
+        )
+    return [Asn(d.name, top, "inband-border") for d in cores]
