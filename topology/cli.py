@@ -83,7 +83,7 @@ def plan(
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
-    from topology.render.artifacts import render_artifacts
+    from topology.render.artifacts import iter_artifacts
     from topology.render.files import publish
     from topology.render.inventory import OVERRIDES
     from topology.render.summary import summary, summary_tables
@@ -92,13 +92,21 @@ def plan(
     layout = layout_of(pod)
     out_dir = out or project_dir / "build" / name
     inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
-    files = render_artifacts(layout, out_dir, inventory_dir)  # everything rendered before anything is written
-    if report:
-        from topology.render.report import render_report
+    count = [0]
 
-        files.update(render_report(layout, out_dir))
+    def files():  # rendered one at a time as publish writes them: the set is never all in memory
+        for item in iter_artifacts(layout, out_dir, inventory_dir):
+            count[0] += 1
+            yield item
+        if report:
+            from topology.render.report import render_report
+
+            for item in render_report(layout, out_dir).items():
+                count[0] += 1
+                yield item
+
     try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
-        changed = publish(files, out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+        changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
     except OSError as e:
         where = e.filename or out_dir
         fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
@@ -108,7 +116,7 @@ def plan(
     for table in summary_tables(layout):
         console.print(table)
     console.print(
-        f"wrote {len(changed)} of {len(files)} files ({len(files) - len(changed)} unchanged): "
+        f"wrote {len(changed)} of {count[0]} files ({count[0] - len(changed)} unchanged): "
         f"{out_dir}/ and {inventory_dir}/",
         highlight=False,
     )

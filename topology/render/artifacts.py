@@ -3,6 +3,7 @@ so both write byte-identical artifacts for the same spec."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from topology.model import Layout
@@ -11,7 +12,7 @@ from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
 from topology.render.netbox import render_netbox
-from topology.render.switches import render_switch_configs
+from topology.render.switches import iter_switch_configs
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
 from topology.render.telemetry import render_telemetry
 
@@ -27,10 +28,17 @@ TABLES = {
 }
 
 
+def iter_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> Iterator[tuple[Path, str]]:
+    """The plan's files one at a time, each rendered when it is asked for: `superpod plan` writes
+    each before the next is rendered, so a 100k-GPU plan never holds the whole set in memory."""
+    out_dir = Path(out_dir)
+    for name, render in TABLES.items():
+        yield out_dir / name, render(layout)
+    yield from render_inventory(layout, Path(inventory_dir)).items()
+    yield from iter_switch_configs(layout, out_dir)
+    yield from render_telemetry(layout, out_dir).items()  # telemetry/: scrape targets, rules, dashboard
+    yield from render_netbox(layout, out_dir).items()  # netbox/: bulk-import CSVs (docs/nautobot.md)
+
+
 def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict[Path, str]:
-    files = {Path(out_dir) / name: render(layout) for name, render in TABLES.items()}
-    files.update(render_inventory(layout, Path(inventory_dir)))
-    files.update(render_switch_configs(layout, Path(out_dir)))
-    files.update(render_telemetry(layout, Path(out_dir)))  # telemetry/: scrape targets, rules, dashboard
-    files.update(render_netbox(layout, Path(out_dir)))  # netbox/: bulk-import CSVs (docs/nautobot.md)
-    return files
+    return dict(iter_artifacts(layout, out_dir, inventory_dir))

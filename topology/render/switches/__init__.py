@@ -3,6 +3,7 @@ section functions), one thin renderer per OS. Files land in build/<stack>/switch
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 from topology import catalog
@@ -17,22 +18,25 @@ SUBDIR = "switches"
 
 
 def render_switch_configs(layout: Layout, out_dir: Path) -> dict[Path, str]:
+    return dict(iter_switch_configs(layout, out_dir))
+
+
+def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, str]]:
+    """The switches' files one at a time (each rendered when asked for)."""
     cat = catalog.load()
     base = Path(out_dir) / SUBDIR
-    files: dict[Path, str] = {}
     for sw in build_intents(layout):
         model = cat.switches[sw.model]
         if sw.os == "sonic":
             names = sonic_ports(model)
-            files[base / sw.name / "config_db.json"] = render_config_db(sw, model)
-            files[base / sw.name / "frr.conf"] = render_frr(sw, lambda p, n=names: n[p][0])
+            yield base / sw.name / "config_db.json", render_config_db(sw, model)
+            yield base / sw.name / "frr.conf", render_frr(sw, lambda p, n=names: n[p][0])
         else:
-            files[base / sw.name / "startup.yaml"] = render_nvue(sw)
+            yield base / sw.name / "startup.yaml", render_nvue(sw)
     if layout.spec.compute_fabric.kind == "infiniband":
-        files[base / "subnet-manager" / "opensm.conf"] = opensm_conf(layout)
-        files[base / "subnet-manager" / "partitions.conf"] = partitions_conf(layout)
+        yield base / "subnet-manager" / "opensm.conf", opensm_conf(layout)
+        yield base / "subnet-manager" / "partitions.conf", partitions_conf(layout)
     storage = layout.spec.storage_fabric
     if storage.enabled and cat.switches[storage.switch_model].kind == "infiniband":
-        files[base / "storage-subnet-manager" / "opensm.conf"] = storage_opensm_conf(layout)
-        files[base / "storage-subnet-manager" / "partitions.conf"] = storage_partitions_conf(layout)
-    return files
+        yield base / "storage-subnet-manager" / "opensm.conf", storage_opensm_conf(layout)
+        yield base / "storage-subnet-manager" / "partitions.conf", storage_partitions_conf(layout)
