@@ -48,10 +48,20 @@ def test_longer_runs_change_media_not_just_length():
     _check_buyable(far)
 
 
-def test_switch_cages_share_the_hosts_lane_rate():
-    # SN5400 runs 400G as 4 x 100G (QSFP112), as ConnectX-7 does: a single direct cable fits
+def test_sn5400_is_qsfp_dd_at_50g_lanes_and_meets_connectx7_over_optics():
+    # NVIDIA SN5000 user manual: SN5400 runs 400GbE on 50 Gb/s lanes (QSFP-DD); ConnectX-7 runs
+    # 400G on 4 x 100G: no direct cable joins them at 400G, gearbox SR4/DR4 optics do
     cat = catalog.load()
-    assert cat.switches["sn5400"].form == "QSFP112" and cat.switches["sn5400"].lane_gbps == 100
+    sw = cat.switches["sn5400"]
+    assert (sw.form, sw.lane_gbps, sw.optical_lane_gbps) == ("QSFP-DD", 50, 100)
+    layout = stack_layout("roce-1k")
+    node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf"]
+    assert {lk.media for lk in node_leaf} <= {"MMF", "SMF"}
+    assert {lk.b_part for lk in node_leaf} <= {"generic-400G-SR4-QSFP-DD", "generic-400G-DR4-QSFP-DD"}
+    # 200G storage ports: 4 x 50G, which ConnectX-7 also runs, so a splitter DAC fits in reach
+    storage = [lk for lk in layout.links if lk.tier in ("node-storage_leaf", "server-storage_leaf")]
+    assert all(lk.media in ("DAC", "MMF", "SMF") for lk in storage)
+    assert all("QSFP-DD-to-2x200G-QSFP56" in lk.cable_part for lk in storage if lk.media == "DAC")
 
 
 def test_stock_lengths_round_up():

@@ -26,6 +26,11 @@ class End:
     native_gbps: int  # the module's speed: a switch cage's whole speed, whatever its ports run at
     ports_per_module: int  # links that share this end's module (a twin-port cage's ports, a breakout's legs)
     switch: bool = False  # a switch cage: it takes switch optics (NVIDIA's adapter optics are not for switches)
+    optical_lane_gbps: int = 0  # its transceivers' optical lanes (0: as lane_gbps)
+
+    @property
+    def optical_lane(self) -> int:
+        return self.optical_lane_gbps or self.lane_gbps
 
 
 @dataclass(frozen=True)
@@ -68,7 +73,8 @@ def end_of(cat: Catalog, device: Device, link: Link) -> End:
             return End("RJ45", 1, 1, 1)
         # one module fills the cage and serves every port of it: a twin-port OSFP's two 400G
         # ports, a breakout's legs
-        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, sw.lanes.get(link.speed_gbps, 1), True)
+        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, sw.lanes.get(link.speed_gbps, 1), True,
+                   sw.optical_lane_gbps or 0)
     if link.speed_gbps <= 10:  # BMC, PDU and CDU management ports
         return End("RJ45", 1, link.speed_gbps, 1)
     if model in cat.nodes and link.tier == "node-leaf":
@@ -76,22 +82,39 @@ def end_of(cat: Catalog, device: Device, link: Link) -> End:
     return End("QSFP112", 100, link.speed_gbps, 1)  # ConnectX-7 storage/in-band and appliance ports
 
 
+HOST_CAGE_LANES = 4  # ConnectX-7 / BlueField-3 cages: 4 electrical lanes
+
+
 def _plug_form(end: End, lane: int) -> str:
-    """The form a cable end or module takes in this cage at `lane`: a QSFP112 cage runs 25G lanes
-    with a QSFP28 plug."""
-    return "QSFP28" if end.form == "QSFP112" and lane == 25 else end.form
+    """The form a cable end or module takes in this cage at `lane`: a QSFP112 cage runs 25G and
+    50G lanes with QSFP28 and QSFP56 plugs."""
+    if end.form == "QSFP112" and lane in (25, 50):
+        return "QSFP28" if lane == 25 else "QSFP56"
+    return end.form
+
+
+def assembly_lane(a: End, b: End, speed: int) -> int | None:
+    """The electrical lane rate a direct cable (DAC, ACC, AOC) would run at, or None where its
+    ends cannot share one: a switch's lanes are fixed, a host NIC also runs slower lanes when its
+    four carry the port (ConnectX-7 at 100G on 4 x 25G, 200G on 4 x 50G; not 400G on 50G lanes)."""
+    if a.lane_gbps == b.lane_gbps:
+        return a.lane_gbps
+    hi, lo = (a, b) if a.lane_gbps > b.lane_gbps else (b, a)
+    return lo.lane_gbps if not hi.switch and speed <= lo.lane_gbps * HOST_CAGE_LANES else None
 
 
 def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str:
-    lane = min(a.lane_gbps, b.lane_gbps)
-    if lane == 1:
+    if min(a.lane_gbps, b.lane_gbps) == 1:
         options = [m for m in cat.media if m.media == "CAT6"]
     else:
-        options = [m for m in cat.media if m.lane_gbps == lane]
-    if a.ports_per_module > 1 and b.ports_per_module > 1:
-        # a copper or AOC assembly splits at one end only: shared cages at both ends (a twin-port
-        # cage's ports to different switches) need a transceiver at each end
-        options = [m for m in options if m.media in OPTICAL]
+        # a copper or AOC assembly needs one electrical lane rate at both ends and splits at one
+        # end only (shared cages at both ends, a twin-port cage's ports to different switches,
+        # need a transceiver at each end); optics need one optical lane rate
+        lane = assembly_lane(a, b, link.speed_gbps)
+        direct = lane is not None and min(a.ports_per_module, b.ports_per_module) == 1
+        optical = min(a.optical_lane, b.optical_lane)
+        options = [m for m in cat.media if direct and m.media not in OPTICAL and m.lane_gbps == lane]
+        options += [m for m in cat.media if m.media in OPTICAL and m.lane_gbps == optical]
     for m in options:
         if length <= m.reach_m:
             return m.media
@@ -137,8 +160,8 @@ def fibre(
 def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> Choice:
     """The media, each end's part and the cables for a link of `length` between two ends."""
     media = choose_media(cat, lk, end_a, end_b, length)
-    lane = min(end_a.lane_gbps, end_b.lane_gbps)
     if media in OPTICAL:
+        lane = min(end_a.optical_lane, end_b.optical_lane)
         o_a = optic(cat, end_a, media, lk.speed_gbps, lane, length)
         o_b = optic(cat, end_b, media, lk.speed_gbps, lane, length)
         known = [o for o in (o_a, o_b) if o]
@@ -150,6 +173,7 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> Choi
             return o.part if o else f"generic-{end.native_gbps}G-{media}-{_plug_form(end, lane)}"
 
         return Choice(media, part(o_a, end_a), part(o_b, end_b), cable, count, shared)
+    lane = assembly_lane(end_a, end_b, lk.speed_gbps) or 1
     split = max(end_a, end_b, key=lambda e: e.ports_per_module)  # a breakout end: one splitter cable
     form_a, form_b = _plug_form(end_a, lane), _plug_form(end_b, lane)
     if split.ports_per_module > 1:

@@ -106,6 +106,7 @@ class SwitchModel(_Entry):
     lane_gbps: int  # electrical lane rate of its cages (what a cable's ends must share)
     uplink_form: str | None = None
     uplink_lane_gbps: int | None = None
+    optical_lane_gbps: int | None = None  # its optics' lane rate where a gearbox changes it (SN5400: 100)
 
     @property
     def native_gbps(self) -> int:
@@ -145,6 +146,10 @@ class Appliance(_Entry):
     inband_ports: int = 0
     inband_speed_gbps: int = 0
     ib_port_name: str | None = None  # its data ports' names when cabled to InfiniBand (IPoIB)
+    inband_port_name: str | None = None  # its in-band Ethernet ports' names (default: port_name)
+
+    def inband_port(self, index: int) -> str:
+        return (self.inband_port_name or self.port_name).format(index=index)
 
     def port(self, index: int, fabric_kind: str = "ethernet") -> str:
         name = self.ib_port_name if fabric_kind == "infiniband" and self.ib_port_name else self.port_name
