@@ -271,7 +271,8 @@ def _loopback_regions(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -
         "core": sz.cores,
         "storage_leaf": max(storage_leaves, spec.max_su * _storage_leaves_per_su(spec)),
         "storage_spine": sum(1 for d in devices if d.role == "storage_spine"),
-        "inband_switch": size_inband(spec, load_catalog()).switches_max if converged(spec) else 0,
+        "inband_switch": max([size_inband(spec, load_catalog()).switches_max]
+                             + [d.slot + 1 for d in devices if d.role == "inband_switch"]) if converged(spec) else 0,
     }
 
 
