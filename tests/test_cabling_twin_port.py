@@ -14,11 +14,14 @@ from collections import Counter
 from math import ceil
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
 from topology.build import build
 from topology.cabling import End, parts
+from topology.errors import SpecError
 from topology.model import Link
 from topology.render.bom import bom_lines
 from topology.render.tables import cabling_csv
@@ -150,3 +153,53 @@ def test_cable_quantities_in_cabling_csv_add_up_to_the_bom(stack):
             want[(r["cable_part"], r["length_class"])] += float(r["cable_qty"])
     bom = {(b.part, b.length_class): b.quantity for b in bom_lines(layout) if b.category == "cable"}
     assert bom == {k: ceil(v - 1e-9) for k, v in want.items()}
+
+
+def check_cables_buyable(layout) -> None:
+    """Every link's cables and parts, as a site orders them: no adapter optic in a switch cage, a
+    switch cage's module shared by the ports of its cage, one fibre per 400G engine a link fills
+    (a slower port half a 1:2 splitter), a direct cable only between equal lane rates and split at
+    one end at most, each length within its medium's reach."""
+    cat = catalog.load()
+    reach = {(m.media, m.lane_gbps): m.reach_m for m in cat.media}
+    optics = {o.part: o for o in cat.optics}
+    for lk in layout.links:
+        assert lk.cable_part and lk.cable_count >= 1 and lk.cable_shared >= 1, lk
+        assert any(lk.length_m <= r for (m, _), r in reach.items() if m == lk.media), lk
+        ends = ((lk.a_device, lk.a_part, lk.a_shared), (lk.b_device, lk.b_part, lk.b_shared))
+        if lk.media in OPTICAL:
+            for dev, part, shared in ends:
+                model = layout.by_name[dev].model
+                if model in cat.switches:
+                    assert shared == cat.switches[model].lanes.get(lk.speed_gbps, 1), (lk, dev)
+                if part in optics:
+                    assert optics[part].use in ("any", "switch" if model in cat.switches else "host"), (lk, part)
+            per = max((optics[p].connector_gbps for _, p, _ in ends if p in optics), default=lk.speed_gbps)
+            want = (lk.speed_gbps // per, 1) if lk.speed_gbps >= per else (1, per // lk.speed_gbps)
+            assert (lk.cable_count, lk.cable_shared) == want, lk
+        elif lk.media != "CAT6":
+            assert min(lk.a_shared, lk.b_shared) == 1 and lk.cable_shared == max(lk.a_shared, lk.b_shared), lk
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_example_stacks_order_buyable_cables(stack):
+    check_cables_buyable(stack_layout(stack))
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(fabric=st.sampled_from([("roce", "sn5400"), ("roce", "sn5600"), ("infiniband", "qm9700")]),
+       sus=st.integers(1, 3), nodes=st.sampled_from([4, 8, 16, 32, 64]),
+       ratio=st.sampled_from(["1:1", "2:1"]), storage=st.sampled_from(["sn5400", "sn5600"]),
+       pitch=st.sampled_from([1.2, 3.0, 12.0]))
+def test_generated_pods_order_buyable_cables(fabric, sus, nodes, ratio, storage, pitch):
+    kind, switch = fabric
+    try:
+        layout = build(spec_with("lab", scalable_units=sus, max_scalable_units=sus, nodes_per_su=nodes,
+                                 racks={"row_pitch_m": pitch},
+                                 compute_fabric={"kind": kind, "switch_model": switch, "oversubscription": ratio,
+                                                 "fabric_manager": False,
+                                                 "switch_subnet_manager": kind == "infiniband"},
+                                 storage_fabric={"switch_model": storage}))
+    except SpecError:
+        return  # refusals are pinned by their own tests
+    check_cables_buyable(layout)
