@@ -271,3 +271,23 @@ def test_rail_lldp_on_a_missing_netdev_follows_require_rail_links(require, statu
     assert rows["lldp rail0 enp24s0np0"]["status"] == nc.OK
     assert (rows["lldp rail1 enp64s0np0"]["actual"], rows["lldp rail1 enp64s0np0"]["status"]) == (
         "no such netdev", status)
+
+
+@pytest.mark.parametrize("firmware,status,actual", [
+    (None, nc.NOT_PLANNED, "no rdma report"),
+    ({"state": "not managed"}, nc.NOT_PLANNED, "not managed"),
+    ({"state": "no rail HCA present", "missing_hcas": ["mlx5_0"]}, nc.SKIPPED, "no rail HCA present"),
+    ({"state": "not readable: no mlxconfig/mstconfig", "settings": []}, nc.SKIPPED,
+     "not readable: no mlxconfig/mstconfig"),
+    ({"state": "read", "settings": [{"hca": "mlx5_0", "param": "LINK_TYPE_P1", "want": 2, "current": "ETH(2)",
+                                     "next": "ETH(2)", "set": False, "pending": False}]}, nc.OK, "as planned"),
+    ({"state": "read", "settings": [{"hca": "mlx5_0", "param": "LINK_TYPE_P1", "want": 2, "current": "IB(1)",
+                                     "next": "ETH(2)", "set": False, "pending": True}]}, nc.MISMATCH,
+     "mlx5_0 LINK_TYPE_P1 IB(1) (next boot ETH(2))"),
+])
+def test_connectx_firmware_row_from_the_rdma_report(firmware, status, actual):
+    """rdma records what it read (or why it could not): node_check says it, never a silent ok."""
+    [got] = nc.compare_firmware(firmware)
+    assert got["check"] == "connectx firmware" and got["status"] == status and got["actual"] == actual
+    if status == nc.SKIPPED:
+        assert got["detail"]

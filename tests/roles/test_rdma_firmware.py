@@ -188,3 +188,43 @@ def test_rdma_core_replaced_under_the_running_kernel_is_a_reboot_reason(tmp_path
     if reason:
         assert got == [f"RDMA core: the loaded ib_core (srcversion {loaded}) is not the installed one ({installed}; "
                        "DOCA or a kernel update replaced it): reboot (or restart openibd)"]
+
+
+def test_check_mode_without_a_firmware_tool_says_not_readable(tmp_path):
+    """A fresh node under --check has no mlxconfig/mstconfig yet (a run installs mstflint): nothing
+    can be read, and the report must say so (state, not_applied_now) and the drift must list it as a
+    change, never an empty settings list that reads as 'firmware as planned'."""
+    prepare(tmp_path, "fresh", {}, {"mlx5_0": "0000:18:00.0"})
+    (tmp_path / "fresh" / "mlxconfig").unlink()
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
+             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml"}},
+             {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
+    extra = {"rdma_firmware_tool": f"{tmp_path}/fresh/mlxconfig",
+             "rdma_infiniband_class_dir": f"{tmp_path}/fresh/ib",
+             "rdma_facts_file": f"{tmp_path}/fresh/superpod_rdma.fact",
+             "rdma_stack": "inbox", "rdma_devices": ["0000:18:00.0"], "rdma_can_load_modules": True,
+             "rdma_module_list": ["mlx5_ib"],
+             "rdma_core_reboot_reasons": [], "rdma_memlock": {"managed": True, "hard": "unlimited"}}
+    results = run_play(tmp_path, tasks, {"fresh": {"superpod_fabric_kind": "roce",
+                                                    "rails": [{"rail": 0, "hca": "mlx5_0"}],
+                                                    "test_facts": {"kernel": "6.1.0"}}}, extra, check=True)
+    res = results["fresh"]
+    assert not [r for r in res if r.get("failed")], res
+    [report] = [r["msg"] for r in res if r["task"] == "Report"]
+    fw = report["firmware"]
+    assert fw["state"] == "not readable: no mlxconfig/mstconfig" and fw["settings"] == []
+    assert ["firmware: mlx5_0 (0000:18:00.0): not readable: no mlxconfig/mstconfig (a run installs mstflint, "
+            "then reads and sets LINK_TYPE_P1=ETH(2))"] == [m for m in report["not_applied_now"] if "firmware" in m]
+    flagged = [r for r in res if r.get("changed") and "not readable" in json.dumps(r.get("msg", ""))]
+    assert flagged, [r["task"] for r in res if r.get("changed")]
+
+
+def test_firmware_read_is_reported_as_read(applied):
+    tmp, _ = applied
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
+             {"name": "State", "ansible.builtin.debug": {"msg": "{{ rdma_fw_state }}"}}]
+    results = run_play(tmp, tasks, {"ib-as-planned": {"superpod_fabric_kind": "infiniband",
+                                                      "rails": [{"rail": 0, "hca": "mlx5_0"}]}},
+                       {"rdma_firmware_tool": f"{tmp}/ib-as-planned/mlxconfig",
+                        "rdma_infiniband_class_dir": f"{tmp}/ib-as-planned/ib"})
+    assert [r["msg"] for r in results["ib-as-planned"] if r["task"] == "State"] == ["read"]

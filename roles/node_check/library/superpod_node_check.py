@@ -317,6 +317,25 @@ def compare_pcie_acs(acs, expected_disabled, host_kernel, reason=""):
     return [row("pcie acs", want, actual, OK)]
 
 
+def compare_firmware(firmware):
+    """firmware: the rdma role's report of the rail HCAs' ConnectX settings (its local fact), or
+    None. What could not be read is said so, never reported as set."""
+    if firmware is None:
+        return [row("connectx firmware", "not planned", "no rdma report", NOT_PLANNED)]
+    state = firmware.get("state", "not managed")
+    if state == "not managed":
+        return [row("connectx firmware", "not planned", state, NOT_PLANNED)]
+    if state != "read":
+        missing = ", ".join(firmware.get("missing_hcas") or [])
+        detail = f"rail HCA(s) {missing} absent" if missing else "LINK_TYPE/ATS unchecked until a run installs the tool"
+        return [row("connectx firmware", "as planned by rdma", state, SKIPPED, detail)]
+    off = [s for s in firmware.get("settings") or [] if s.get("pending") or s.get("set")]
+    actual = "; ".join(f"{s['hca']} {s['param']} {s['current']} (next boot {s['next']})" for s in off)
+    return [row("connectx firmware", "as planned by rdma", actual or "as planned", MISMATCH if off else OK,
+                "" if not off else "not written yet: run rdma" if any(s.get("set") for s in off)
+                else "written, waits for a reboot")]
+
+
 def compare_links(links, expected, require):
     """links: {netdev: {"operstate", "mtu", "speed"} or None when absent}.
     expected: [{"name": label, "netdev": str, "mtu": int|None, "speed": int|None (Mb/s)}]."""
@@ -558,6 +577,7 @@ def main():
             + compare_governor(read_governors(), exp.get("governor"), host_kernel)
             + compare_cstates(read_cpuidle(), exp.get("cstates_limited"), host_kernel)
             + compare_pcie_acs(acs, exp.get("pcie_acs_disabled"), host_kernel, acs_reason)
+            + compare_firmware(exp.get("firmware"))
             + compare_links(links, exp.get("links") or [], p["require_rail_links"])
             + compare_rail_lldp(neighbors, exp.get("links") or [], p["rail_lldp"], lldp_reason,
                                 {n for n, have in links.items() if have is None}, p["require_rail_links"]))
