@@ -17,8 +17,9 @@ from topology.publish.nautobot import Nautobot
 
 ASN_FIELD = "superpod_asn"  # plain Nautobot has no ASN model: a device custom field holds it
 LOCATION_TYPE = "Site"
-TAGGED = ["dcim.location", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable", "ipam.prefix", "ipam.ipaddress"]
-LOCATED = ["dcim.device", "dcim.rack", "dcim.rackgroup"]
+TAGGED = ["dcim.location", "dcim.rack", "dcim.device", "dcim.interface", "dcim.cable", "ipam.prefix", "ipam.ipaddress",
+          "dcim.powerpanel", "dcim.powerfeed"]
+LOCATED = ["dcim.device", "dcim.rack", "dcim.rackgroup", "dcim.powerpanel"]
 PLANNED, ACTIVE = "Planned", "Active"
 
 
