@@ -212,3 +212,36 @@ def test_only_changed_unprotected_links_are_reconfigured(tmp_path, monkeypatch):
         results = run_play(tmp_path / name, apply_tasks + [show], {name: host})
         assert log.read_text().splitlines() == calls, name
         assert debug_values(results[name])[-1] == held, name
+
+
+IB_NICS = {"superpod_storage_nics": [
+    {"netdev": "ibp41s0f0", "hca": "mlx5_1", "address": "10.24.0.1/23", "gateway": ""},
+    {"netdev": "ibp170s0f0", "hca": "mlx5_7", "address": "10.24.0.2/23", "gateway": ""}]}
+
+
+@pytest.fixture(scope="module")
+def rendered_ipoib(tmp_path_factory):
+    """An InfiniBand storage fabric (dgx-h100-ib with storage_fabric.switch_model qm9700): IPoIB NICs
+    on one on-link subnet with no gateway, as the plan's inventory gives them."""
+    validate = [dict(t, vars={"family": "{{ family }}"}) for t in load(ROLE / "tasks/validate.yml")]
+    hosts = {f: dict(NODE, **POD, **IB_NICS, family=f) for f in FAMILIES}
+    tasks = _render_tasks()
+    results = run_play(tmp_path_factory.mktemp("host_network_ib"), tasks[:3] + validate + tasks[3:], hosts)
+    return {f: debug_values(results[f])[-1] for f in FAMILIES}
+
+
+def test_ipoib_storage_is_on_link_with_the_ipoib_mtu(rendered_ipoib):
+    storage = [p for p in rendered_ipoib["Debian"]["plan"] if p["kind"] == "storage"]
+    # No gateway: nothing is routed (the pool prefix is not reachable past the partition), datagram MTU.
+    assert [(s["netdev"], s["gateway"], s["routes"], s["mtu"]) for s in storage] == [
+        ("ibp41s0f0", "", [], 4092), ("ibp170s0f0", "", [], 4092)]
+    lines = rendered_ipoib["Debian"]["files"]["ibp170s0f0"]["network"].splitlines()
+    assert "MTUBytes=4092" in lines and not any(x.startswith("Gateway=") for x in lines)
+    assert "Destination=10.24.0.0/23" in lines and lines.count("Table=201") == 2  # its subnet and the rule
+    eth = yaml.safe_load(rendered_ipoib["Ubuntu-24"]["files"]["ibp41s0f0"]["netplan"])["network"]["ethernets"]
+    assert eth["ibp41s0f0"]["infiniband-mode"] == "datagram" and eth["ibp41s0f0"]["mtu"] == 4092
+    assert eth["ibp41s0f0"]["routes"] == [{"to": "10.24.0.0/23", "scope": "link", "from": "10.24.0.1", "table": 200}]
+    nm = _keyfile(rendered_ipoib["RedHat-9"]["files"]["ibp41s0f0"]["nm"])
+    assert nm["connection"]["type"] == "infiniband" and "ethernet" not in nm
+    assert dict(nm["infiniband"]) == {"mtu": "4092", "transport-mode": "datagram"}
+    assert nm["ipv4"]["route1"] == "10.24.0.0/23" and "route2" not in nm["ipv4"]
