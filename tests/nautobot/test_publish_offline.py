@@ -41,7 +41,16 @@ class FakeNautobot:
 
     def list(self, endpoint, **params):
         self.requests += 1
-        return [dict(o) for o in self.db.get(endpoint, {}).values()]
+        objs = [dict(o) for o in self.db.get(endpoint, {}).values()]
+        if endpoint == "dcim/cables/":  # CableFilterSet: `location` takes a name, `location_id` a UUID
+            assert "location" not in params, "cables filter by location_id (an id), not location (a name)"
+            if "location_id" in params:
+                here = {d["id"] for d in self.find("dcim/devices/", location=params["location_id"])}
+                comps = {o["id"]: o["device"] for ep in ("dcim/interfaces/", "dcim/power-ports/")
+                         for o in self.db.get(ep, {}).values()}
+                objs = [o for o in objs if comps.get(o["termination_a_id"]) in here
+                        or comps.get(o["termination_b_id"]) in here]
+        return objs
 
     def create(self, endpoint, objects, parallel=False):
         self.requests += 1

@@ -201,7 +201,7 @@ def kinds() -> list[Kind]:
                                    "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])},
              label=lambda k: f"{k[0]}:{k[1]}", parallel=True),
         Kind("cables", "dcim/cables/", key=_cable_key, fields=_cable_fields, want=_want_cables, body=_cable_body,
-             parallel=True),
+             params=lambda c: _cables_in_site(c), parallel=True),
         Kind("namespaces", "ipam/namespaces/", key=lambda o, c: o["name"], fields=lambda o, c: {},
              want=lambda c: {d_site(c): {}},
              body=lambda k, f, c: {"name": k, "description": "addresses of the pod, from the superpod plan"},
@@ -297,8 +297,7 @@ def power_kinds() -> list[Kind]:
         Kind("power_cables", "dcim/cables/", key=_power_cable_key, fields=_power_cable_fields,
              want=lambda c: {x.label: {"ends": ((x.device, x.port), (site(c), x.feed)), "status": PLANNED,
                                        "tags": frozenset({OWNER_TAG})} for x in c.desired.power.cables},
-             body=_power_cable_body, params=lambda c: {"termination_type": "dcim.powerfeed", **(_in_site(c) or {})}
-             if _in_site(c) else None),
+             body=_power_cable_body, params=lambda c: _cables_in_site(c, termination_type="dcim.powerfeed")),
     ]
 
 
@@ -357,6 +356,12 @@ def _power_cable_body(k, f, c) -> dict:
 
 def _panel_of(c: Ctx, feed: str) -> str:
     return next(f.panel for f in c.desired.power.feeds if f.name == feed)
+
+
+def _cables_in_site(c: Ctx, **more) -> dict | None:
+    """Cables with an end on a device of this pod: CableFilterSet's `location` takes a name, `location_id` an id."""
+    site = c.id("locations", c.desired.site)
+    return {"location_id": site, **more} if site else None
 
 
 def _in_site(c: Ctx) -> dict | None:
