@@ -203,3 +203,36 @@ def test_generated_pods_order_buyable_cables(fabric, sus, nodes, ratio, storage,
     except SpecError:
         return  # refusals are pinned by their own tests
     check_cables_buyable(layout)
+
+
+def _cage_links(layout):
+    """Links by the switch cage whose module or splitter they share (split cages only)."""
+    cat = catalog.load()
+    names: dict = {}
+    cages: dict = {}
+    for lk in layout.links:
+        for dev, port, shared in ((lk.a_device, lk.a_port, lk.a_shared), (lk.b_device, lk.b_port, lk.b_shared)):
+            model = layout.by_name[dev].model
+            if shared > 1 and model in cat.switches:
+                sw = cat.switches[model]
+                if (model, lk.speed_gbps) not in names:
+                    names[(model, lk.speed_gbps)] = {sw.port(i, lk.speed_gbps): i // sw.lanes[lk.speed_gbps]
+                                                     for i in range(sw.radix(lk.speed_gbps))}
+                cages.setdefault((dev, names[(model, lk.speed_gbps)][port]), []).append(lk)
+    return cages
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_a_split_cage_takes_one_splitter_or_one_module(stack):
+    """A splitter cable fills its cage: every link of a cage on one splitter shares its part and
+    length (a QM9700 cage with a node and a UFM port takes a twin-port optic instead of a DAC)."""
+    cages = _cage_links(stack_layout(stack))
+    assert cages
+    for key, links in cages.items():
+        direct = [lk for lk in links if lk.media not in OPTICAL]
+        if direct:
+            assert len(direct) == len(links), (key, links)
+            assert len({(lk.cable_part, lk.length_m, lk.length_class) for lk in links}) == 1, (key, links)
+            assert len(links) <= links[0].cable_shared, (key, links)
+        else:
+            assert len({lk.a_part if lk.a_device == key[0] else lk.b_part for lk in links}) == 1, (key, links)

@@ -103,7 +103,7 @@ def assembly_lane(a: End, b: End, speed: int) -> int | None:
     return lo.lane_gbps if not hi.switch and speed <= lo.lane_gbps * HOST_CAGE_LANES else None
 
 
-def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str:
+def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float, optical_only: bool = False) -> str:
     if min(a.lane_gbps, b.lane_gbps) == 1:
         options = [m for m in cat.media if m.media == "CAT6"]
     else:
@@ -111,7 +111,7 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float) -> str
         # end only (shared cages at both ends, a twin-port cage's ports to different switches,
         # need a transceiver at each end); optics need one optical lane rate
         lane = assembly_lane(a, b, link.speed_gbps)
-        direct = lane is not None and min(a.ports_per_module, b.ports_per_module) == 1
+        direct = lane is not None and min(a.ports_per_module, b.ports_per_module) == 1 and not optical_only
         optical = min(a.optical_lane, b.optical_lane)
         options = [m for m in cat.media if direct and m.media not in OPTICAL and m.lane_gbps == lane]
         options += [m for m in cat.media if m.media in OPTICAL and m.lane_gbps == optical]
@@ -157,9 +157,9 @@ def fibre(
     return f"generic-{connector}-{kind}{media}-{length:g}m", count, split
 
 
-def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> Choice:
+def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float, optical_only: bool = False) -> Choice:
     """The media, each end's part and the cables for a link of `length` between two ends."""
-    media = choose_media(cat, lk, end_a, end_b, length)
+    media = choose_media(cat, lk, end_a, end_b, length, optical_only)
     if media in OPTICAL:
         lane = min(end_a.optical_lane, end_b.optical_lane)
         o_a = optic(cat, end_a, media, lk.speed_gbps, lane, length)
@@ -185,6 +185,49 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float) -> Choi
     return Choice(media, assembly, assembly, assembly, 1, split.ports_per_module)
 
 
+def _cage_index(cat: Catalog, memo: dict, model: str, speed: int, port: str) -> int:
+    """The cage a switch port sits in (its name at `speed` back to the cage it was made from)."""
+    names = memo.get((model, speed))
+    if names is None:
+        sw = cat.switches[model]
+        per_cage = sw.lanes.get(speed, 1)
+        names = memo[(model, speed)] = {sw.port(i, speed): i // per_cage for i in range(sw.radix(speed))}
+    return names.get(port, -1)
+
+
+def _cage_groups(cat: Catalog, runs: list[tuple]) -> dict[tuple, list[int]]:
+    """Links that share a switch cage's module or splitter with a direct cable in mind: one end a
+    split cage, the other a single port (both ends split always take optics)."""
+    memo: dict = {}
+    groups: dict[tuple, list[int]] = {}
+    for i, (lk, a, b, _, _, end_a, end_b) in enumerate(runs):
+        if (end_a.ports_per_module > 1) == (end_b.ports_per_module > 1):
+            continue
+        dev, port, end = (a, lk.a_port, end_a) if end_a.ports_per_module > 1 else (b, lk.b_port, end_b)
+        if end.switch:
+            cage = _cage_index(cat, memo, dev.model, lk.speed_gbps, port)
+            groups.setdefault((dev.name, cage), []).append(i)
+    return groups
+
+
+def _per_cage(cat: Catalog, runs: list[tuple]) -> dict[int, tuple[float, str, bool]]:
+    """One choice per split cage: a splitter cable is one part of one length, so the cage's links
+    share the media and the longest run (length and class); links whose far ends differ (a node
+    and a UFM on one twin-port cage) or that no direct cable reaches take optics, each its own
+    fibre. Returns link index -> (length, length class, optical only)."""
+    out: dict[int, tuple[float, str, bool]] = {}
+    for members in _cage_groups(cat, runs).values():
+        if len(members) < 2:
+            continue
+        far = {(r[5], r[6], r[0].speed_gbps) for r in (runs[i] for i in members)}
+        longest = max(members, key=lambda i: runs[i][3])
+        lk, _, _, length, length_class, end_a, end_b = runs[longest]
+        direct = len(far) == 1 and choose_media(cat, lk, end_a, end_b, length) not in OPTICAL
+        for i in members:
+            out[i] = (length, length_class, False) if direct else (runs[i][3], runs[i][4], True)
+    return out
+
+
 def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device], racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
@@ -192,7 +235,7 @@ def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[De
     # working each of ~300k links out afresh was over half the build)
     ends: dict[tuple, End] = {}
     chosen: dict[tuple, Choice] = {}
-    out = []
+    runs = []
     for lk in links:
         a, b = by_name[lk.a_device], by_name[lk.b_device]
         length = run_length(spec, a, b, pos)
@@ -207,9 +250,16 @@ def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[De
         key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
         end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
         end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
-        key = (end_a, end_b, length, lk.speed_gbps)
+        runs.append((lk, a, b, length, length_class, end_a, end_b))
+    cage_choice = _per_cage(cat, runs)
+    out = []
+    for i, (lk, _, _, length, length_class, end_a, end_b) in enumerate(runs):
+        optical_only = False
+        if i in cage_choice:
+            length, length_class, optical_only = cage_choice[i]
+        key = (end_a, end_b, length, lk.speed_gbps, optical_only)
         if key not in chosen:
-            chosen[key] = parts(cat, lk, end_a, end_b, length)
+            chosen[key] = parts(cat, lk, end_a, end_b, length, optical_only)
         c = chosen[key]
         out.append(
             replace(

@@ -5,6 +5,7 @@ ASNs, tags). Both the NetBox CSVs (topology/render/netbox.py) and the Nautobot p
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -224,6 +225,7 @@ def _manufacturer_and_description(model: str) -> tuple[str, str]:
     return "Generic", model
 
 
+@functools.cache  # port names repeat on every device of a model: tens of thousands of calls
 def _interface_type(name: str, speed: int | None, infiniband: bool) -> tuple[str, int | None]:
     if name == "lo" or name.startswith("vlan"):
         return "virtual", None
@@ -235,6 +237,7 @@ def _interface_type(name: str, speed: int | None, infiniband: bool) -> tuple[str
     return table.get(speed, "other"), speed * 1_000_000
 
 
+@functools.cache  # one tuple per (SU, rail), shared by every device and cable there
 def _device_tags(su: int | None, rail: int | None) -> tuple[str, ...]:
     tags = [OWNER_TAG]
     if su is not None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from topology import catalog
 from topology.model import Layout
-from topology.render.switches.build import build_intents
+from topology.render.switches.build import iter_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
@@ -25,7 +25,7 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
     """The switches' files one at a time (each rendered when asked for)."""
     cat = catalog.load()
     base = Path(out_dir) / SUBDIR
-    for sw in build_intents(layout):
+    for sw in iter_intents(layout):
         model = cat.switches[sw.model]
         if sw.os == "sonic":
             names = sonic_ports(model)

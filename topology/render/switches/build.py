@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import netaddr
@@ -78,6 +79,11 @@ def _host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Dev
 
 
 def build_intents(layout: Layout) -> list[SwitchIntent]:
+    return list(iter_intents(layout))
+
+
+def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
+    """The switches' intents one at a time: a renderer writing each before the next holds one."""
     spec = layout.spec
     cat = catalog.load()
     links_of: dict[str, list[Link]] = {}
@@ -86,11 +92,10 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
         links_of.setdefault(lk.b_device, []).append(lk)
     by_end = {(a.device, a.interface): a for a in layout.addresses}
     asn = {a.device: a.asn for a in layout.asns}
-    host_space = netaddr.IPSet(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
+    host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
     roce = spec.compute_fabric.kind == "roce"
     by_name = {d.name: d for d in layout.devices}
     partner = _partners(layout.devices)
-    out = []
     for d in layout.devices:
         fabric = FABRIC_OF_ROLE.get(d.role)
         model = cat.switches.get(d.model)
@@ -117,8 +122,7 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
             bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob))
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
-            mine = netaddr.IPSet(subnets)
-            aggs = sections.aggregates(subnets, host_space - mine)
+            aggs = sections.aggregates(subnets, host_space)
             nbrs = sections.neighbors(d.name, data_links, by_end, asn, unnumbered)
             bgp = sections.bgp(asn[d.name], sections.loopback(own).split("/")[0], nbrs, subnets, aggs, unnumbered)
         vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
@@ -141,27 +145,24 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
                 theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
                 mode = spec.management.inband.pairing
                 pair = pairing.pairing(mode, d, peer, data_links, own, theirs, model.mgmt_port)
-        out.append(
-            SwitchIntent(
-                name=d.name,
-                role=d.role,
-                model=d.model,
-                os=switch_os(spec, fabric),
-                fabric=fabric,
-                ports=port_list,
-                breakouts=sections.breakouts(model, port_list),
-                loopback=sections.loopback(own),
-                mgmt=sections.mgmt(model, own),
-                bgp=bgp,
-                vlans=tuple(vlans),
-                svis=svis,
-                bonds=bonds,
-                pairing=pair,
-                qos=ROCE_QOS if roce and fabric == "compute" else None,
-                notes=_notes(d.role),
-            )
+        yield SwitchIntent(
+            name=d.name,
+            role=d.role,
+            model=d.model,
+            os=switch_os(spec, fabric),
+            fabric=fabric,
+            ports=port_list,
+            breakouts=sections.breakouts(model, port_list),
+            loopback=sections.loopback(own),
+            mgmt=sections.mgmt(model, own),
+            bgp=bgp,
+            vlans=tuple(vlans),
+            svis=svis,
+            bonds=bonds,
+            pairing=pair,
+            qos=ROCE_QOS if roce and fabric == "compute" else None,
+            notes=_notes(d.role),
         )
-    return out
 
 
 def _partners(devices: list[Device]) -> dict[str, str]:

@@ -3,7 +3,10 @@ addresses, taking only what it needs as arguments (so a value's origin is one ca
 
 from __future__ import annotations
 
+import bisect
 import functools
+import socket
+from typing import NamedTuple
 
 import netaddr
 
@@ -110,14 +113,70 @@ def network(cidr: str) -> netaddr.IPNetwork:
     return netaddr.IPNetwork(cidr)
 
 
-def aggregates(own: list[str], others: netaddr.IPSet) -> tuple[str, ...]:
+def _bounds(cidr: str) -> netaddr.IPNetwork | _Bounds:
+    """An IPv4 prefix's first and last address, parsed without netaddr (tens of thousands of /31s)."""
+    addr, _, length = cidr.partition("/")
+    if ":" in addr or not length:
+        return netaddr.IPNetwork(cidr)
+    host = (1 << (32 - int(length))) - 1
+    first = int.from_bytes(socket.inet_aton(addr), "big") & ~host
+    return _Bounds(first, first | host)
+
+
+class _Bounds(NamedTuple):
+    first: int
+    last: int
+
+
+def _merged(nets) -> list[tuple[int, int]]:
+    """Sorted, merged integer ranges (first, last) of networks."""
+    out: list[list[int]] = []
+    for lo, hi in sorted((n.first, n.last) for n in nets):
+        if out and lo <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], hi)
+        else:
+            out.append([lo, hi])
+    return [(lo, hi) for lo, hi in out]
+
+
+class HostSpace:
+    """The pod's host subnets (rails, storage) as merged integer ranges: answers "does this
+    prefix hold anybody else's host addresses" by bisection, where an IPSet difference per
+    switch cost a third of the switch renderer's time at 8k GPUs."""
+
+    def __init__(self, networks):
+        self.ranges = _merged(_bounds(n) for n in set(networks))
+        self.starts = [lo for lo, _ in self.ranges]
+
+    def holds_other(self, span: netaddr.IPNetwork, mine: list[tuple[int, int]]) -> bool:
+        lo, hi = span.first, span.last
+        i = max(bisect.bisect_right(self.starts, lo) - 1, 0)
+        for r_lo, r_hi in self.ranges[i:]:
+            if r_lo > hi:
+                break
+            a, b = max(r_lo, lo), min(r_hi, hi)
+            if a <= b and not _covered(a, b, mine):
+                return True
+        return False
+
+
+def _covered(a: int, b: int, ranges: list[tuple[int, int]]) -> bool:
+    """[a, b] lies wholly inside the union of sorted, merged `ranges`."""
+    for lo, hi in ranges:
+        if hi < a:
+            continue
+        return lo <= a and b <= hi  # merged: the one range reaching a must reach b
+    return False
+
+
+def aggregates(own: list[str], space: HostSpace) -> tuple[str, ...]:
     """The fewest prefixes covering this switch's host subnets: one spanning prefix when it holds
     nobody else's addresses (the plan aligns each leaf's block), else the exact merge."""
     if not own:
         return ()
     nets = [network(n) for n in own]
     span = nets[0].cidr if len(nets) == 1 else netaddr.spanning_cidr(nets)
-    if not (netaddr.IPSet([span]) & others):
+    if not space.holds_other(span, _merged(nets)):
         return (str(span),)
     return tuple(str(n) for n in netaddr.cidr_merge(nets))
 
