@@ -53,6 +53,10 @@ def runs(tmp_path_factory):
         "mirror-rhel": {"test_facts": facts("RedHat", "9"), "nvidia_repo_cuda_url": "http://mirror.example/cuda/rhel9"},
         # a mirror given with its trailing slash (as molecule's stand-in is) must not become "//"
         "mirror-ubuntu": {"test_facts": facts("Ubuntu", "24"), "nvidia_repo_cuda_url": "file:///srv/mirror/cuda/"},
+        # DGX OS 7: /etc/dgx-release, DGX OS's own repository sources, and a source this role
+        # wrote before DGX OS was recognised
+        # (a site that turned source reuse off still gets no second source on DGX OS)
+        "dgx-os": {"test_facts": facts("Ubuntu", "24"), "nvidia_repo_reuse_existing": False},
     }
     for host in hosts:
         (tmp / host / "apt/sources.list.d").mkdir(parents=True)
@@ -67,13 +71,46 @@ def runs(tmp_path_factory):
     (legacy / "cuda-debian12-x86_64.list").write_text(
         "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
         "https://developer.download.nvidia.com/compute/cuda/repos/debian12/x86_64/ /\n")
+    dgx = tmp / "dgx-os"
+    (dgx / "dgx-release").write_text('DGX_NAME="DGX Server"\nDGX_PRETTY_NAME="NVIDIA DGX Server"\n'
+                                     'DGX_SWBUILD_VERSION="7.2.1"\nDGX_SERIAL_NUMBER="1234567890"\n')
+    (dgx / "apt/sources.list.d/cuda-compute-repo.list").write_text(DGX_CUDA_SOURCE)
+    (dgx / "apt/sources.list.d/superpod-nvidia-cuda.sources").write_text(
+        "Types: deb\nURIs: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/\n"
+        "Suites: /\nSigned-By: /etc/apt/keyrings/superpod-nvidia-cuda.asc\n")
     extra = {"nvidia_repo_apt_dir": f"{tmp}/{{{{ inventory_hostname }}}}/apt",
+             "nvidia_repo_dgx_release_file": f"{tmp}/{{{{ inventory_hostname }}}}/dgx-release",
              "nvidia_repo_keyring_dir": f"{tmp}/{{{{ inventory_hostname }}}}/keyrings",
              "nvidia_repo_yum_dir": f"{tmp}/{{{{ inventory_hostname }}}}/yum",
              "nvidia_repo_cuda_key": f"file://{key}", "nvidia_repo_refresh_cache": False}
     tasks = [{"ansible.builtin.include_role": {"name": "nvidia_repo"}},
-             {"ansible.builtin.include_role": {"name": "nvidia_repo"}}]  # a second consumer: no change
+             {"ansible.builtin.include_role": {"name": "nvidia_repo"}},  # a second consumer: no change
+             {"name": "DGX OS", "ansible.builtin.debug": {"msg": "{{ nvidia_repo_dgx_os | default('unset') }}"}}]
     return tmp, run_play(tmp, tasks, hosts, extra)
+
+
+# A stand-in for the source DGX OS's cuda-compute-repo package keeps (its exact file is not
+# published; what matters is that it is DGX OS's, not this role's).
+DGX_CUDA_SOURCE = ("deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] "
+                   "https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64/ /\n")
+
+
+def test_dgx_os_keeps_its_own_repositories(runs):
+    """On DGX OS the role adds no source (and no key), whatever nvidia_repo_reuse_existing says,
+    and takes back the one it wrote before; DGX OS's files are left as they are. (Before: a second
+    source with another Signed-By, and apt refuses every source.)"""
+    tmp, results = runs
+    res = results["dgx-os"]
+    assert not [r for r in res if r.get("failed")], res
+    left = sorted(p.name for p in (tmp / "dgx-os/apt/sources.list.d").iterdir())
+    assert left == ["cuda-compute-repo.list"]
+    assert (tmp / "dgx-os/apt/sources.list.d/cuda-compute-repo.list").read_text() == DGX_CUDA_SOURCE
+    assert not (tmp / "dgx-os/keyrings").exists()
+    [dgx] = [r["msg"] for r in res if r["task"] == "DGX OS"]
+    assert dgx == {"dgx_name": "DGX Server", "dgx_pretty_name": "NVIDIA DGX Server", "dgx_swbuild_version": "7.2.1"}
+    assert sum(1 for r in res if r.get("changed")) == 1  # the old source removed, once
+    [plain] = [r["msg"] for r in results["fresh-ubuntu"] if r["task"] == "DGX OS"]
+    assert plain == {}
 
 
 def test_fresh_node_gets_one_source_with_one_keyring(runs):
