@@ -61,6 +61,25 @@ class Reader:
             "prefixes": {p["prefix"] for p in self.all("ipam/prefixes/", namespace=site)},
             "racks": {r["name"]: (r["rack_group"]["name"], r["u_height"])
                       for r in self.all("dcim/racks/", location=site, depth=1)},
+            **self.power(site),
+        }
+
+    def power(self, site: str) -> dict:
+        """Feeds with their ratings, PDU inputs cabled to them; ports and outlets (made by templates)."""
+        choice = lambda v: v["value"] if isinstance(v, dict) else v  # noqa: E731
+        feeds = self.all("dcim/power-feeds/", location=site, depth=1)
+        ports = {p["id"]: (p["device"]["name"], p["name"])
+                 for p in self.all("dcim/power-ports/", location=site, depth=1)}
+        loc = self.all("dcim/locations/", name=site)[0]["id"]
+        return {
+            "power_feeds": {f["name"]: (f["power_panel"]["name"], f["rack"]["name"], f["voltage"], f["amperage"],
+                                        choice(f["phase"]), choice(f["power_path"])) for f in feeds},
+            "power_cables": {c["label"]: (ports.get(c["termination_a_id"]), c["termination_b"]["name"])
+                             for c in self.all("dcim/cables/", location_id=loc, termination_type="dcim.powerfeed",
+                                               depth=1)},
+            "power_ports": set(ports.values()),
+            "power_outlets": {(o["device"]["name"], o["name"], o["power_port"]["name"])
+                              for o in self.all("dcim/power-outlets/", location=site, depth=1)},
         }
 
 
@@ -73,6 +92,10 @@ def expected(desired) -> dict:
         "addresses": {a.address: frozenset(a.interfaces) for a in desired.addresses},
         "prefixes": {p.prefix for p in desired.prefixes},
         "racks": {r.name: (r.row, r.u_height) for r in desired.racks},
+        "power_feeds": {f.name: (f.panel, f.rack, f.voltage, f.amperage, f.phase, f.side) for f in desired.power.feeds},
+        "power_cables": {c.label: ((c.device, c.port), c.feed) for c in desired.power.cables},
+        "power_ports": {(p.device, p.name) for p in desired.power.ports},
+        "power_outlets": {(o.device, o.name, o.power_port) for o in desired.power.outlets},
     }
 
 
