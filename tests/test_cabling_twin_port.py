@@ -103,14 +103,19 @@ def test_200g_ports_ride_half_a_splitter_fibre(stack):
         assert lk.a_part in ("MMA1Z00-NS400", "generic-400G-DR4-QSFP112"), lk
 
 
-def test_copper_to_a_twin_port_cage_is_a_splitter_assembly():
-    # the UFM appliances' 400G ports on a QM9700 cage: one 800G twin-port OSFP to 2 x 400G cable
-    layout = stack_layout("dgx-h100-ib")
-    ufm = [lk for lk in layout.links if lk.tier == "ufm-leaf"]
-    assert ufm
-    for lk in ufm:
-        if lk.media in ("DAC", "ACC"):
-            assert "800G-OSFP-to-2x400G" in lk.cable_part and lk.cable_shared == 2, lk
+def test_copper_to_a_twin_port_cage_is_nvidias_splitter_cable():
+    # a QM9700 cage's two 400G ports to two ConnectX-7 QSFP112 ports within 3 m: one MCP7Y10 (800G
+    # twin-port OSFP to 2 x 400G QSFP112); four NDR200 ports to OSFP adapters: one MCP7Y50
+    cat = catalog.load()
+    qm = cat.switches["qm9700"]
+    lk = Link("su01-leaf-rail0", "1/1/1", "n", "p", "compute", "node-leaf", 400)
+    two = parts(cat, lk, End(qm.form, qm.lane_gbps, qm.cage_speed_gbps, 2, True), End("QSFP112", 100, 400, 1), 2)
+    assert (two.media, two.cable, two.shared) == ("DAC", "MCP7Y10-N002", 2) and two.a_part == two.cable
+    lk200 = Link("su01-leaf-rail0", "1/1/1/1", "n", "p", "compute", "node-leaf", 200)
+    four = parts(cat, lk200, End(qm.form, qm.lane_gbps, qm.cage_speed_gbps, 4, True), End("OSFP", 100, 200, 1), 1.5)
+    assert (four.cable, four.shared) == ("MCP7Y50-N01A", 4)
+    acc = parts(cat, lk, End(qm.form, qm.lane_gbps, qm.cage_speed_gbps, 2, True), End("OSFP", 100, 400, 1), 4)
+    assert (acc.media, acc.cable) == ("ACC", "MCA7J60-N004")
 
 
 @pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])

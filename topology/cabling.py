@@ -178,8 +178,10 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float, optical
     form_a, form_b = _plug_form(end_a, lane), _plug_form(end_b, lane)
     if split.ports_per_module > 1:
         other = end_b if split is end_a else end_a
-        assembly = (f"{media}-{split.native_gbps}G-{_plug_form(split, lane)}-to-{split.ports_per_module}x"
-                    f"{lk.speed_gbps}G-{_plug_form(other, lane)}-{length:g}m")
+        key = (media, _plug_form(split, lane), split.ports_per_module, lk.speed_gbps, _plug_form(other, lane))
+        known = next((x for x in cat.assemblies if (x.media, x.form, x.legs, x.leg_gbps, x.leg_form) == key), None)
+        assembly = known.part_for(length) if known else (
+            f"{media}-{split.native_gbps}G-{key[1]}-to-{key[2]}x{key[3]}G-{key[4]}-{length:g}m")
     else:
         assembly = f"{media}-{lk.speed_gbps}G-{form_a}-{form_b}-{length:g}m"
     return Choice(media, assembly, assembly, assembly, 1, split.ports_per_module)

@@ -204,6 +204,12 @@ class Optic(_Entry):
     description: str
 
 
+def length_code(length_m: float) -> str:
+    """NVIDIA's length code in a cable part number: 003 = 3 m, 01A = 1.5 m."""
+    whole = int(length_m)
+    return f"{whole:03d}" if length_m == whole else f"{whole:02d}A"
+
+
 class Fibre(_Entry):
     media: str
     connector: str
@@ -212,9 +218,22 @@ class Fibre(_Entry):
     description: str
 
     def part_for(self, length_m: float) -> str:
-        whole = int(length_m)
-        code = f"{whole:03d}" if length_m == whole else f"{whole:02d}A"  # NVIDIA: 003 = 3 m, 01A = 1.5 m
-        return self.part.format(len=code)
+        return self.part.format(len=length_code(length_m))
+
+
+class Assembly(_Entry):
+    """A splitter cable from a switch cage to adapter ports (DAC/ACC), one part filling the cage."""
+
+    media: str
+    form: str  # the switch cage's plug
+    legs: int
+    leg_gbps: int
+    leg_form: str
+    part: str  # with {len}: the vendor's length code
+    description: str
+
+    def part_for(self, length_m: float) -> str:
+        return self.part.format(len=length_code(length_m))
 
 
 class Catalog(_Entry):
@@ -227,6 +246,7 @@ class Catalog(_Entry):
     media: tuple[MediaOption, ...]
     optics: tuple[Optic, ...]
     fibres: tuple[Fibre, ...] = ()
+    assemblies: tuple[Assembly, ...] = ()
 
 
 @cache
