@@ -239,3 +239,50 @@ def test_power_is_published_and_republish_changes_nothing(published):
     assert len(templates) == load_catalog().pdus[stack_layout("lab").spec.racks.pdu_model].outlets
     server.writes.clear()
     assert sync(server, lab, apply=True).total == 0 and server.writes == []
+
+
+def test_reads_skip_m2m_fields_only_where_no_tags_are_compared():
+    """exclude_m2m drops tags and content types from a read: fine where neither is compared (lighter
+    pages), never where ownership (the superpod tag) or content types are checked."""
+    from topology.publish.sync import kinds
+    server = FakeNautobot()
+    seen: dict[str, dict] = {}
+    plain = server.list
+
+    def record(endpoint, **params):
+        seen.setdefault(endpoint, params)
+        return plain(endpoint, **params)
+
+    server.list = record
+    lab = desired_objects(stack_layout("lab"))
+    sync(server, lab, apply=True)
+    sync(server, lab, apply=False)
+    light = {k.endpoint for k in kinds() if not k.m2m}
+    assert {"dcim/power-outlets/", "dcim/power-ports/", "ipam/ip-address-to-interface/"} <= light
+    for k in kinds():
+        if k.endpoint in seen and k.endpoint != "dcim/cables/":
+            assert ("exclude_m2m" in seen[k.endpoint]) == (not k.m2m), k.name
+
+
+def test_pages_after_the_first_are_read_concurrently_in_order():
+    import threading
+    import time
+    active, peak = [0], [0]
+    lock = threading.Lock()
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        offset = int(request.url.params["offset"])
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        nxt = "more" if offset + 10 < 45 else None
+        return httpx.Response(200, json={"count": 45, "next": nxt,
+                                         "results": [{"id": str(i)} for i in range(offset, min(offset + 10, 45))]})
+
+    client = Nautobot("http://nb.example", "tok", page=10, workers=4)
+    client._http = httpx.Client(base_url="http://nb.example/api/", transport=httpx.MockTransport(handler))
+    assert [o["id"] for o in client.list("dcim/interfaces/")] == [str(i) for i in range(45)]
+    assert client.requests == 5 and peak[0] > 1
