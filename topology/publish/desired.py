@@ -14,7 +14,7 @@ from netaddr import IPNetwork
 from topology.catalog import load as load_catalog
 from topology.model import Layout
 from topology.names import row_letters
-from topology.render.labels import cable_labels
+from topology.render.labels import cable_id, tiers_numbered_uniquely
 
 OWNER_TAG = "superpod"  # marks what we created: only tagged objects are ever deleted (with --prune)
 
@@ -52,7 +52,7 @@ class DeviceType:
     u_height: int
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Device:
     name: str
     role: str
@@ -63,7 +63,7 @@ class Device:
     tags: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Interface:
     device: str
     name: str
@@ -72,7 +72,7 @@ class Interface:
     mgmt_only: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Cable:
     a_device: str
     a_interface: str
@@ -88,14 +88,14 @@ class Cable:
         return frozenset({(self.a_device, self.a_interface), (self.b_device, self.b_interface)})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Prefix:
     prefix: str
     pool: str
     kind: str  # container (a pool) or network
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IpAddress:
     address: str  # with prefix length
     pool: str
@@ -121,7 +121,7 @@ class PowerFeed:
     max_utilization: int = 80  # continuous-load limit (NEC 210.19/210.20), as racks.py sizes the feeds
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PowerPort:
     device: str
     name: str
@@ -129,7 +129,7 @@ class PowerPort:
     allocated_draw_w: int | None = None  # the node's planned draw shared over its PSUs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PowerOutlet:
     device: str
     name: str
@@ -283,7 +283,8 @@ def desired_objects(layout: Layout) -> Desired:
         kind, kbps = _interface_type(ifname, speeds.get((dev, ifname)), (dev, ifname) in ib_ports)
         interfaces.append(Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt))
 
-    labels = {(c.link.a_device, c.link.a_port): c.cable_id for c in cable_labels(layout)}
+    numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
+    labels = {(lk.a_device, lk.a_port): cable_id(lk, lk.tier in numbered) for lk in layout.links}
     cables = tuple(
         Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"), lk.length_m,
               labels[(lk.a_device, lk.a_port)], _cable_tags(lk, by_name))

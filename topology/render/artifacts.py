@@ -11,7 +11,7 @@ from topology.render.bom import bom_csv
 from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
-from topology.render.netbox import render_netbox
+from topology.render.netbox import iter_netbox
 from topology.render.switches import iter_switch_configs
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
 from topology.render.telemetry import render_telemetry
@@ -37,7 +37,7 @@ def iter_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> Iterat
     yield from render_inventory(layout, Path(inventory_dir)).items()
     yield from iter_switch_configs(layout, out_dir)
     yield from render_telemetry(layout, out_dir).items()  # telemetry/: scrape targets, rules, dashboard
-    yield from render_netbox(layout, out_dir).items()  # netbox/: bulk-import CSVs (docs/nautobot.md)
+    yield from iter_netbox(layout, out_dir)  # netbox/: bulk-import CSVs (docs/nautobot.md)
 
 
 def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict[Path, str]:

@@ -66,7 +66,7 @@ def cable_id(link: Link, by_slot: bool = True) -> str:
     return f"{code}-{link.b_device.removeprefix('rack-')}-{link.b_port}"
 
 
-def _tiers_numbered_uniquely(layout: Layout) -> set[str]:
+def tiers_numbered_uniquely(layout: Layout) -> set[str]:
     seen: set[tuple[str, int]] = set()
     shared: set[str] = set()
     for lk in layout.links:
@@ -79,7 +79,7 @@ def _tiers_numbered_uniquely(layout: Layout) -> set[str]:
 
 def cable_labels(layout: Layout) -> list[CableLabel]:
     by_name = layout.by_name
-    numbered = _tiers_numbered_uniquely(layout)
+    numbered = tiers_numbered_uniquely(layout)
 
     def where(name: str) -> tuple[str, str]:
         d = by_name[name]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from topology.model import Layout
@@ -34,32 +35,38 @@ def _blank(v) -> object:
 
 
 def netbox_tables(d: Desired) -> dict[str, str]:
+    return {name: make() for name, make in _table_makers(d).items()}
+
+
+def _table_makers(d: Desired) -> dict[str, Callable[[], str]]:
+    """Each file's name and a function that renders it: the plan writes one table before
+    the next is made (the interface, cable and address tables are 30 MB each at 100k GPUs)."""
     site = d.site
     maker = {t.model: t.manufacturer for t in d.device_types}
     rack_row = {r.name: r.row for r in d.racks}
     return {
-        "00-tags.csv": _csv(["name", "slug", "color"], ((t, slug(t), "76b900") for t in d.tags)),
-        "01-custom-fields.csv": _csv(
+        "00-tags.csv": lambda: _csv(["name", "slug", "color"], ((t, slug(t), "76b900") for t in d.tags)),
+        "01-custom-fields.csv": lambda: _csv(
             ["name", "label", "type", "object_types", "description"],
             [(ASN_FIELD, "ASN", "integer", "dcim.device", "BGP ASN from the superpod plan")],
         ),
-        "02-sites.csv": _csv(["name", "slug", "status", "description", "tags"],
+        "02-sites.csv": lambda: _csv(["name", "slug", "status", "description", "tags"],
                              [(site, slug(site), "planned", "GPU pod planned by superpod", OWNER_TAG)]),
-        "03-locations.csv": _csv(["site", "name", "slug", "status", "tags"],
+        "03-locations.csv": lambda: _csv(["site", "name", "slug", "status", "tags"],
                                  ((site, row, f"{slug(site)}-{row}", "planned", OWNER_TAG) for row in d.rows)),
-        "04-racks.csv": _csv(
+        "04-racks.csv": lambda: _csv(
             ["site", "location", "name", "status", "width", "u_height", "tags"],
             ((site, r.row, r.name, "planned", 19, r.u_height, _tags(r.tags)) for r in d.racks),
         ),
-        "05-manufacturers.csv": _csv(["name", "slug"], ((m, slug(m)) for m in d.manufacturers)),
-        "06-device-types.csv": _csv(
+        "05-manufacturers.csv": lambda: _csv(["name", "slug"], ((m, slug(m)) for m in d.manufacturers)),
+        "06-device-types.csv": lambda: _csv(
             ["manufacturer", "model", "slug", "u_height", "is_full_depth", "description"],
             ((t.manufacturer, t.model, slug(t.model), t.u_height, "true" if t.u_height else "false", t.description)
              for t in d.device_types),
         ),
-        "07-device-roles.csv": _csv(["name", "slug", "color"],
+        "07-device-roles.csv": lambda: _csv(["name", "slug", "color"],
                                     ((r, slug(r), ROLE_COLORS.get(r, "607d8b")) for r in d.roles)),
-        "08-devices.csv": _csv(
+        "08-devices.csv": lambda: _csv(
             ["name", "role", "manufacturer", "device_type", "site", "location", "rack", "position", "face", "status",
              f"cf_{ASN_FIELD}", "tags"],
             (
@@ -69,57 +76,63 @@ def netbox_tables(d: Desired) -> dict[str, str]:
                 for dev in d.devices
             ),
         ),
-        "09-interfaces.csv": _csv(
+        "09-interfaces.csv": lambda: _csv(
             ["device", "name", "type", "speed", "mgmt_only", "enabled"],
             ((i.device, i.name, i.type, _blank(i.speed_kbps), str(i.mgmt_only).lower(), "true") for i in d.interfaces),
         ),
-        "10-cables.csv": _csv(
+        "10-cables.csv": lambda: _csv(
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
              "status", "label", "length", "length_unit", "tags"],
             ((c.a_device, "dcim.interface", c.a_interface, c.b_device, "dcim.interface", c.b_interface, c.type,
               "planned", c.label, f"{c.length_m:g}", "m", _tags(c.tags)) for c in d.cables),
         ),
-        "11-rirs.csv": _csv(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
-        "12-asns.csv": _csv(
+        "11-rirs.csv": lambda: _csv(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
+        "12-asns.csv": lambda: _csv(
             ["asn", "rir", "description", "tags"],
             sorted({(dev.asn, RIR, dev.name, OWNER_TAG) for dev in d.devices if dev.asn is not None}),
         ),
-        "13-prefixes.csv": _csv(
+        "13-prefixes.csv": lambda: _csv(
             ["prefix", "status", "description", "tags"],
             ((p.prefix, "container" if p.kind == "container" else "planned", p.pool, OWNER_TAG)
              for p in d.prefixes),
         ),
-        "14-ip-addresses.csv": _csv(
+        "14-ip-addresses.csv": lambda: _csv(
             ["address", "status", "role", "device", "interface", "description", "tags"],
             # NetBox gives an address one interface: a shared gateway repeats as one row per switch (role vrrp)
             ((a.address, "planned", a.role, dev, ifname, a.pool, OWNER_TAG)
              for a in d.addresses for dev, ifname in a.interfaces),
         ),
-        **_power_tables(d),
+        **_power_table_makers(d),
     }
 
 
-def _power_tables(d: Desired) -> dict[str, str]:
+def _power_table_makers(d: Desired) -> dict[str, Callable[[], str]]:
     """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs. NetBox has
     no import for device-type components, so ports and outlets are one row per device."""
     site, p = d.site, d.power
     rack_row = {r.name: r.row for r in d.racks}
     return {
-        "15-power-panels.csv": _csv(["site", "location", "name", "tags"],
+        "15-power-panels.csv": lambda: _csv(["site", "location", "name", "tags"],
                                     ((site, x.row, x.name, OWNER_TAG) for x in p.panels)),
-        "16-power-feeds.csv": _csv(
+        "16-power-feeds.csv": lambda: _csv(
             ["site", "power_panel", "location", "rack", "name", "status", "type", "supply", "phase", "voltage",
              "amperage", "max_utilization", "tags"],
             ((site, f.panel, rack_row[f.rack], f.rack, f.name, "planned", "primary" if f.side == "a" else "redundant",
               "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in p.feeds),
         ),
-        "17-power-ports.csv": _csv(["device", "name", "maximum_draw", "allocated_draw", "tags"],
+        "17-power-ports.csv": lambda: _csv(["device", "name", "maximum_draw", "allocated_draw", "tags"],
                                    ((x.device, x.name, _blank(x.maximum_draw_w), _blank(x.allocated_draw_w), OWNER_TAG)
                                     for x in p.ports)),
-        "18-power-outlets.csv": _csv(["device", "name", "power_port", "tags"],
+        "18-power-outlets.csv": lambda: _csv(["device", "name", "power_port", "tags"],
                                      ((o.device, o.name, o.power_port, OWNER_TAG) for o in p.outlets)),
     }
 
 
 def render_netbox(layout: Layout, out_dir: Path) -> dict[Path, str]:
-    return {Path(out_dir) / "netbox" / name: text for name, text in netbox_tables(desired_objects(layout)).items()}
+    return dict(iter_netbox(layout, out_dir))
+
+
+def iter_netbox(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, str]]:
+    """The NetBox files one at a time, each table rendered when asked for."""
+    for name, make in _table_makers(desired_objects(layout)).items():
+        yield Path(out_dir) / "netbox" / name, make()
