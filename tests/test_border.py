@@ -9,16 +9,18 @@ import csv
 import io
 import json
 from collections import Counter
+from pathlib import Path
 
 import netaddr
 import pytest
 import yaml
 
 from tests.conftest import spec_with, stack_layout
-from tests.invariants import check_addresses, check_all
+from tests.invariants import check_addresses, check_all, check_growth
 from topology import catalog
 from topology.build import build
 from topology.errors import SpecError, SpecErrors
+from topology.render.inventory import render_inventory
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue
@@ -97,7 +99,9 @@ def test_too_many_border_uplinks_name_the_field():
     assert e.value.field == "management.inband.border_uplinks", e.value
     fits = int(str(e.value).split("use border_uplinks: ")[1].split(",")[0])
     assert 0 < fits < 16
-    check_all(build(spec_with("lab", management={"inband": {"border_uplinks": fits}}, max_scalable_units=12)))
+    # the hint holds: those border uplinks fit (the cages left for the storage servers' in-band are then none)
+    check_all(build(spec_with("lab", management={"inband": {"border_uplinks": fits}}, max_scalable_units=12,
+                              storage_fabric={"storage_servers": 0})))
 
 
 @pytest.mark.parametrize("asn,rule", [
@@ -135,3 +139,75 @@ def test_sonic_cores_render_the_border_sessions():
     db = json.loads(render_config_db(core, catalog.load().switches[core.model]))
     assert {n for n in db["BGP_NEIGHBOR"]} == {n.address for n in core.bgp.neighbors}
     assert "remote-as 65010" in render_frr(core)
+
+
+APPLIANCES = ("ufm", "storage_server")
+
+
+def _check_appliance_inband(layout) -> None:
+    appliances = [d.name for d in layout.devices if d.role in APPLIANCES]
+    assert appliances
+    on = {}
+    for lk in layout.links:
+        if lk.tier == "service-inband":
+            on.setdefault(lk.a_device, set()).add(lk.b_device)
+    addr = {(a.device, a.interface): a for a in layout.addresses}
+    vrr = {}
+    for a in layout.addresses:
+        if a.interface == "vlan10-v0":
+            vrr.setdefault(a.address.split("/")[0], set()).add(a.device)
+    mgmt = next(a for a in layout.addresses if a.device.startswith("mgmt-") and a.interface == "bond0")
+    for name in appliances:
+        assert len(on.get(name, ())) == 2, (name, on.get(name))  # bonded over both switches of the pair
+        a = addr[(name, "bond0")]
+        assert a.pool == "inband" and a.network == mgmt.network and a.peer == mgmt.peer, a
+        assert vrr[a.peer] == on[name], (a, vrr[a.peer])  # the pair holding the bond owns the gateway
+    check_all(layout)
+
+
+def inventory_hosts(layout) -> dict[str, dict]:
+    """Every host's vars in the rendered hosts.yml."""
+    files = render_inventory(layout, Path("inv"))
+    doc = yaml.safe_load(next(t for p, t in files.items() if p.name == "hosts.yml"))
+    out: dict[str, dict] = {}
+
+    def walk(group: dict) -> None:
+        for name, hv in (group.get("hosts") or {}).items():
+            out.setdefault(name, {}).update(hv or {})
+        for child in (group.get("children") or {}).values():
+            walk(child or {})
+    walk(doc["all"])
+    return out
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_ufm_and_storage_servers_have_bonded_inband_ethernet(stack):
+    layout = stack_layout(stack)
+    _check_appliance_inband(layout)
+    hosts = inventory_hosts(layout)
+    for d in layout.devices:
+        if d.role in APPLIANCES:
+            bond = next(a for a in layout.addresses if a.device == d.name and a.interface == "bond0")
+            assert hosts[d.name]["ansible_host"] == bond.address.split("/")[0]
+
+
+def test_three_tier_appliances_land_on_the_services_pair():
+    layout = build(spec_with("lab", scalable_units=2, max_scalable_units=40, racks={"racks_per_row": 20}))
+    _check_appliance_inband(layout)
+    assert {lk.b_device for lk in layout.links if lk.tier == "service-inband"} == {"inband-svc-a", "inband-svc-b"}
+
+
+def test_appliance_inband_is_growth_stable():
+    small = build(spec_with("roce-1k", scalable_units=2, max_scalable_units=4))
+    assert any(lk.tier == "service-inband" for lk in small.links)
+    check_growth(small, stack_layout("roce-1k"))
+
+
+def test_the_core_pair_bonds_each_appliance_in_the_services_vlan():
+    layout = stack_layout("dgx-h100-ib")
+    core = _core_intent(layout)
+    names = {d.name for d in layout.devices if d.role in APPLIANCES}
+    bonds = [b for b in core.bonds if b.peer in names]
+    assert {b.peer for b in bonds} == names
+    ids = [b.pair_id for b in core.bonds]
+    assert len(ids) == len(set(ids)) and all(b.access_vlan == 10 for b in bonds)

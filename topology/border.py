@@ -35,6 +35,27 @@ SITE_BORDER = "site-border"  # the site's border routers: the far end of every b
 POOL = "border"
 
 
+def reserved_core_cages(spec: PodSpec, cat: Catalog) -> int:
+    """An in-band core's bottom cages that the end state's switch (two tiers) or spine (three
+    tiers) links hold: nothing else may take them, so growing the pod moves nothing."""
+    ib = spec.management.inband
+    core_sw = cat.switches[ib.core_switch_model or ib.switch_model]
+    sz = size_inband(spec, cat)
+    if sz.tiers == 2:
+        ends = sz.switches_max * (ib.uplinks_per_switch // sz.cores)
+    else:
+        ends = sz.blocks_max * sz.spine_links_per_core
+    return ceil(ends / core_sw.lanes[sz.up_speed])
+
+
+def ports_used(links: list[Link]) -> dict[str, set[str]]:
+    used: dict[str, set[str]] = {}
+    for lk in links:
+        used.setdefault(lk.a_device, set()).add(lk.a_port)
+        used.setdefault(lk.b_device, set()).add(lk.b_port)
+    return used
+
+
 def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[Link]) -> list[Link]:
     """Each in-band core's border uplinks at the core's native speed. Slot: core slot x count + j."""
     ib = spec.management.inband
@@ -44,16 +65,8 @@ def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: li
         return []
     core_key = ib.core_switch_model or ib.switch_model
     core_sw = cat.switches[core_key]
-    sz = size_inband(spec, cat)
-    if sz.tiers == 2:
-        ends = sz.switches_max * (ib.uplinks_per_switch // sz.cores)
-    else:
-        ends = sz.blocks_max * sz.spine_links_per_core
-    reserved = ceil(ends / core_sw.lanes[sz.up_speed])  # bottom cages: the end state's links
-    used: dict[str, set[str]] = {}
-    for lk in links:
-        used.setdefault(lk.a_device, set()).add(lk.a_port)
-        used.setdefault(lk.b_device, set()).add(lk.b_port)
+    reserved = reserved_core_cages(spec, cat)
+    used = ports_used(links)
     speed = core_sw.native_gbps
     out: list[Link] = []
     for core in cores:

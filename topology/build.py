@@ -7,6 +7,7 @@ from topology.border import border_addresses, border_asns, border_cables, border
 from topology.cabling import with_cables
 from topology.fabric import compute_fabric, names_for, size_compute, storage_fabric
 from topology.inband import inband_fabric
+from topology.inband_services import service_links
 from topology.mgmt_net import oob_uplinks
 from topology.model import Layout, Link
 from topology.racks import place_racks
@@ -40,6 +41,7 @@ def build(spec: PodSpec) -> Layout:
     links += oob_links
     links += oob_uplinks(spec, cat, devices, links)
     border = border_uplinks(spec, cat, devices, links)  # north-south: the in-band cores to the site
+    links += service_links(spec, cat, devices, links + border)  # UFM and storage servers' in-band bonds
     check_ports(links + border)
     links = with_cables(spec, cat, links, devices, racks)
     addresses, asns = ipam.plan(spec, cat, sizing, devices, links, racks, rack_positions)

@@ -168,7 +168,10 @@ def plan(
     services = spec.max_su * pairs
     svc_pair = any(d.role == "inband_switch" and d.su is None for d in devices)
     plen = prefix_for(per_pair + 1 + GATEWAY_PAIR)
-    services_hosts = spec.management.inband.mgmt_nodes + 1 + GATEWAY_PAIR
+    # the UFM appliances and storage servers follow the mgmt nodes (topology/inband_services.py)
+    service_slot = {lk.a_device: lk.slot for lk in by_tier.get("service-inband", ())}
+    services_hosts = max([spec.management.inband.mgmt_nodes, *(s + 1 for s in service_slot.values())])
+    services_hosts += 1 + GATEWAY_PAIR
     plen = min(plen, prefix_for(services_hosts))
     pool = Pool(spec, "inband", plen, services + 1)
     for d in devices:
@@ -180,6 +183,9 @@ def plan(
             add(Address(d.name, "bond0", address, net, "inband", gw))
         elif d.role == "mgmt_node":
             address, net = pool.host(services, d.slot + 2)
+            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services)[0] + 1)))
+        elif d.name in service_slot:
+            address, net = pool.host(services, service_slot[d.name] + 2)
             add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services)[0] + 1)))
         elif d.role == "inband_switch":
             pair, side = divmod(d.slot, 2)

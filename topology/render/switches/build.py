@@ -45,7 +45,7 @@ def _access_vlans(device: Device, links: list[Link], own: dict[str, Address], la
             out[local] = sections.rail_vlan(device.rail)
         elif lk.tier in ("node-storage_leaf", "server-storage_leaf"):
             out[local] = sections.STORAGE_VLAN
-        elif lk.tier in ("node-inband", "mgmt-core"):
+        elif lk.tier in ("node-inband", "mgmt-core", "service-inband"):
             out[local] = sections.INBAND_VLAN
         elif lk.tier == "device-oob" and lk.b_device == device.name:
             out[local] = sections.OOB_VLAN

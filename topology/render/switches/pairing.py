@@ -12,7 +12,7 @@ from topology.model import Address, Device, Link
 from topology.render.switches.intent import Bond, Pairing, Svi
 from topology.render.switches.sections import _port_key, far_end
 
-BOND_TIERS = ("node-inband", "mgmt-core")
+BOND_TIERS = ("node-inband", "mgmt-core", "service-inband")
 PRIORITY = (1000, 2000)  # side a is the MLAG primary / EVPN-MH designated forwarder
 DF_PREFERENCE = (50000, 10000)  # higher wins the DF election
 
@@ -25,15 +25,14 @@ def bond_id(node: Device, nodes_per_su: int) -> int:
 
 def bonds(device: str, links: list[Link], nodes: dict[str, Device], nodes_per_su: int) -> tuple[Bond, ...]:
     members: dict[str, list[str]] = {}
+    ids: dict[str, int] = {}
     for lk in links:
         if lk.tier in BOND_TIERS:
             local, peer, _ = far_end(lk, device)
             members.setdefault(peer, []).append(local)
-    out = [
-        Bond(f"bond{bond_id(nodes[peer], nodes_per_su)}", tuple(ports), peer,
-             bond_id(nodes[peer], nodes_per_su), INBAND_VLAN)
-        for peer, ports in members.items()
-    ]
+            # an appliance's link slot is its place after the mgmt nodes (topology/inband_services.py)
+            ids[peer] = lk.slot + 1 if lk.tier == "service-inband" else bond_id(nodes[peer], nodes_per_su)
+    out = [Bond(f"bond{ids[peer]}", tuple(ports), peer, ids[peer], INBAND_VLAN) for peer, ports in members.items()]
     return tuple(sorted(out, key=lambda b: b.pair_id))
 
 
