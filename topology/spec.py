@@ -53,8 +53,9 @@ class ComputeFabric(_Spec):
         2, description="UFM appliances: a high-availability pair (NVIDIA's SuperPOD RAs), or 1"
     )
     spine_count: PositiveInt | None = Field(
-        None, description="override, two tiers only: spines, dividing each leaf's uplinks (a three-tier fabric "
-        "has one spine per leaf uplink in each block; leave unset)"
+        None, description="override, two tiers only: spines, dividing each leaf's uplinks, or their split legs "
+        "as the automatic sizing would use them (a three-tier fabric has one spine per leaf uplink in each "
+        "block; leave unset)"
     )
     switch_os: SwitchOs = "cumulus"
     bgp_peering: BgpPeering = "numbered"
