@@ -5,6 +5,7 @@
 #   scripts/nautobot-lab.sh start   # prints the URL; the API token is in $NAUTOBOT_LAB_DIR/token (0600)
 #   scripts/nautobot-lab.sh stop
 #   scripts/nautobot-lab.sh status
+#   NAUTOBOT_LAB_WEB_PROCESSES=4 scripts/nautobot-lab.sh start   # uWSGI workers instead of runserver
 #
 # The expensive part, Django's migrations, runs once per Nautobot version: the migrated,
 # stopped PostgreSQL data folder is kept as a tarball in the cache and unpacked on later runs.
@@ -17,6 +18,7 @@ run=${NAUTOBOT_LAB_DIR:-/tmp/superpod-nautobot-lab}
 pg_port=${NAUTOBOT_LAB_PG_PORT:-55432}
 redis_port=${NAUTOBOT_LAB_REDIS_PORT:-56379}
 web_port=${NAUTOBOT_LAB_PORT:-58080}
+web_processes=${NAUTOBOT_LAB_WEB_PROCESSES:-1}  # >1: uWSGI with that many processes (bench/bench_publish.py)
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 pg_major=$(basename "$(dirname "$pg_bin")")
 snapshot=$cache/pgdata-migrated-pg$pg_major.tar  # keyed by Nautobot's version (folder) and PG's major
@@ -136,7 +138,12 @@ start() {
   redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --daemonize yes \
     --pidfile "$run/redis.pid" --logfile "$run/redis.log" --dir "$run"
   make_token
-  "$venv/bin/nautobot-server" runserver "127.0.0.1:$web_port" --noreload --insecure >"$run/web.log" 2>&1 &
+  if ((web_processes > 1)); then  # uWSGI (Nautobot's production server) with several processes
+    "$venv/bin/nautobot-server" start --http="127.0.0.1:$web_port" --master --processes="$web_processes" \
+      --threads=1 --enable-threads --die-on-term --harakiri=900 --http-timeout=900 >"$run/web.log" 2>&1 &
+  else  # Django's threaded development server: one process
+    "$venv/bin/nautobot-server" runserver "127.0.0.1:$web_port" --noreload --insecure >"$run/web.log" 2>&1 &
+  fi
   echo $! >"$run/web.pid"
   local url=http://127.0.0.1:$web_port
   for _ in $(seq 300); do

@@ -1,0 +1,143 @@
+"""Where `superpod publish` spends its time: client (plan, compare, request bodies) vs server (time
+spent waiting on HTTP), and objects/second per object type, for a first publish and a republish.
+
+Run against a fresh lab server started here (private dir and ports; stopped at the end):
+    .venv/bin/python bench/bench_publish.py --lab [--lab-processes 2] [--stack lab] [--scalable-units 2]
+or against a server of yours (it must not yet hold the pod, for first-publish figures):
+    .venv/bin/python bench/bench_publish.py --url URL --token-file F
+Options: --workers N (concurrent requests), --chunk N (objects per bulk write).
+
+The roce-1k line at the end is an ESTIMATE: this run's objects/second per type times roce-1k's
+object counts. It holds only for the same server and load (printed), not for a production Nautobot.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from topology.build import build
+from topology.publish.desired import desired_objects
+from topology.publish.nautobot import Nautobot, read_token
+from topology.publish.sync import kinds, sync
+from topology.spec import load_stack_file, parse
+
+ROOT = Path(__file__).resolve().parents[1]
+COUNT_OF = {  # endpoint -> desired.counts key, for the roce-1k estimate (writes only)
+    "dcim/devices/": "devices", "dcim/interfaces/": "interfaces", "dcim/cables/": "cables",
+    "ipam/prefixes/": "prefixes", "ipam/ip-addresses/": "ip_addresses", "ipam/ip-address-to-interface/":
+    "ip_assignments", "dcim/power-feeds/": "power_feeds", "dcim/power-panels/": "power_panels",
+    "dcim/racks/": "racks",
+}
+
+
+class Timed(Nautobot):
+    """The publisher's client, recording each request's endpoint, method, objects and wall interval."""
+
+    def __init__(self, *a, **kw):
+        super().__init__(*a, **kw)
+        self.calls: list[tuple[str, str, int, float, float]] = []
+        self._lock = threading.Lock()
+
+    def _call(self, method, endpoint, **kw):
+        t0 = time.monotonic()
+        r = super()._call(method, endpoint, **kw)
+        n = len(kw["json"]) if isinstance(kw.get("json"), list) else len(r.json().get("results", []))
+        with self._lock:
+            self.calls.append((method, endpoint, n, t0, time.monotonic()))
+        return r
+
+
+def merged_seconds(intervals) -> float:
+    """Wall time covered by (possibly overlapping, with --workers) request intervals."""
+    total, end = 0.0, float("-inf")
+    for a, b in sorted(intervals):
+        if b > end:
+            total += b - max(a, end)
+            end = b
+    return total
+
+
+def report(title: str, client: Timed, wall: float, changes: int) -> dict[str, float]:
+    server = merged_seconds((a, b) for *_, a, b in client.calls)
+    print(f"\n{title}: {wall:.1f} s wall, {changes} changes, {len(client.calls)} requests; "
+          f"waiting on the server {server:.1f} s, client {wall - server:.1f} s; load {os.getloadavg()[0]:.1f}")
+    per: dict[tuple[str, str], list] = defaultdict(list)
+    for method, endpoint, n, a, b in client.calls:
+        per[(method, endpoint)].append((n, a, b))
+    rates: dict[str, float] = {}
+    print(f"  {'method':6} {'endpoint':34} {'requests':>8} {'objects':>8} {'seconds':>8} {'objects/s':>9}")
+    for (method, endpoint), calls in sorted(per.items(), key=lambda kv: min(c[1] for c in kv[1])):
+        n = sum(c[0] for c in calls)
+        secs = merged_seconds((a, b) for _, a, b in calls)
+        print(f"  {method:6} {endpoint:34} {len(calls):8} {n:8} {secs:8.1f} {n / secs if secs else 0:9.1f}")
+        if method == "POST" and secs:
+            rates[endpoint] = n / secs
+    return rates
+
+
+def start_lab(processes: int) -> tuple[str, Path, dict]:
+    run = Path(tempfile.mkdtemp(prefix="bench-nautobot-"))
+    env = {**os.environ, "NAUTOBOT_LAB_DIR": str(run / "lab"), "NAUTOBOT_LAB_PORT": "58280",
+           "NAUTOBOT_LAB_PG_PORT": "55632", "NAUTOBOT_LAB_REDIS_PORT": "56579",
+           "NAUTOBOT_LAB_WEB_PROCESSES": str(processes)}
+    out = subprocess.run([ROOT / "scripts" / "nautobot-lab.sh", "start"], env=env, capture_output=True, text=True,
+                         check=True, timeout=1800)
+    return out.stdout.strip().splitlines()[-1], run / "lab" / "token", env
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--url")
+    ap.add_argument("--token-file", type=Path)
+    ap.add_argument("--lab", action="store_true", help="start a fresh lab server for the run, stop it after")
+    ap.add_argument("--lab-processes", type=int, default=1, help="uWSGI processes of that server (1: runserver)")
+    ap.add_argument("--stack", default="lab")
+    ap.add_argument("--scalable-units", type=int, help="grow the stack's spec to this many SUs")
+    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--chunk", type=int, default=250)
+    args = ap.parse_args()
+
+    t0 = time.monotonic()
+    spec = load_stack_file(str(ROOT / f"Pulumi.{args.stack}.yaml"))
+    if args.scalable_units:
+        spec = parse({**spec.model_dump(exclude_none=True), "scalable_units": args.scalable_units})
+    desired = desired_objects(build(spec))
+    plan_s = time.monotonic() - t0
+    print(f"{desired.site} ({args.stack}, {spec.scalable_units} SU): {sum(desired.counts.values())} objects, "
+          f"plan + object set {plan_s:.1f} s (client); workers {args.workers}, chunk {args.chunk}; "
+          f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+    env = None
+    if args.lab:
+        url, token_file, env = start_lab(args.lab_processes)
+        print(f"lab server: {'uWSGI, %d processes' % args.lab_processes if args.lab_processes > 1 else 'runserver'}")
+    else:
+        url, token_file = args.url, args.token_file
+    try:
+        token = read_token(token_file)
+        rates: dict[str, float] = {}
+        for title in ("first publish", "republish (no change)"):
+            with Timed(url, token, workers=args.workers, chunk=args.chunk) as client:
+                started = time.monotonic()
+                result = sync(client, desired, apply=True)
+                rates = report(title, client, time.monotonic() - started, result.total) or rates
+    finally:
+        if env:
+            subprocess.run([ROOT / "scripts" / "nautobot-lab.sh", "stop"], env=env, capture_output=True, timeout=300)
+
+    big = desired_objects(build(load_stack_file(str(ROOT / "Pulumi.roce-1k.yaml")))).counts
+    est = sum(big[key] / rates[ep] for ep, key in COUNT_OF.items() if rates.get(ep))
+    shown = ", ".join(f"{key} {big[key]}" for ep, key in COUNT_OF.items() if rates.get(ep))
+    print(f"\nESTIMATE (not measured): roce-1k's writes at this run's objects/s per type: {est / 60:.0f} min "
+          f"({shown}); types not written here, power and templates not counted; same server and load only")
+    print(f"kinds published: {len(kinds())}")
+
+
+if __name__ == "__main__":
+    main()
