@@ -225,3 +225,11 @@ def test_spine_count_override_that_fits_no_leg_names_one_that_does():
     with pytest.raises(SpecError) as e:
         build(_sn5600(16, compute_fabric={"switch_model": "sn5600", "spine_count": 48}))
     assert e.value.field == "compute_fabric.spine_count" and "e.g. 64" in str(e.value)
+
+
+@pytest.mark.parametrize("sus", [1, 8, 16])
+def test_pinning_the_automatic_spine_count_changes_nothing(sus):
+    auto = build(_sn5600(sus))
+    spines = Counter(d.role for d in auto.devices)["spine"]
+    pinned = build(_sn5600(sus, compute_fabric={"switch_model": "sn5600", "spine_count": spines}))
+    assert pinned.links == auto.links and pinned.tiers == auto.tiers
