@@ -116,7 +116,7 @@ def main() -> None:
     env = None
     if args.lab:
         url, token_file, env = start_lab(args.lab_processes)
-        print(f"lab server: {'uWSGI, %d processes' % args.lab_processes if args.lab_processes > 1 else 'runserver'}")
+        print("lab server:", f"uWSGI, {args.lab_processes} processes" if args.lab_processes > 1 else "runserver")
     else:
         url, token_file = args.url, args.token_file
     try:
