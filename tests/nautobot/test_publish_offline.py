@@ -52,6 +52,10 @@ class FakeNautobot:
                         or comps.get(o["termination_b_id"]) in here]
         return objs
 
+    def count(self, endpoint, **params):
+        self.requests += 1
+        return len(self.db.get(endpoint, {}))
+
     def create(self, endpoint, objects, parallel=False):
         self.requests += 1
         self.writes.append(("POST", endpoint, len(objects)))
@@ -286,3 +290,26 @@ def test_pages_after_the_first_are_read_concurrently_in_order():
     client._http = httpx.Client(base_url="http://nb.example/api/", transport=httpx.MockTransport(handler))
     assert [o["id"] for o in client.list("dcim/interfaces/")] == [str(i) for i in range(45)]
     assert client.requests == 5 and peak[0] > 1
+
+
+def test_outlets_are_counted_and_read_only_when_some_are_missing(published):
+    """A PDU's outlets come from its type's templates: a republish counts them (one object on the
+    wire) instead of reading thousands; one deleted by hand makes the count short, and publish
+    reads them and puts it back."""
+    server, _ = published
+    lab = desired_objects(stack_layout("lab"))
+    reads = []
+    plain = server.list
+
+    def record(endpoint, **params):
+        reads.append(endpoint)
+        return plain(endpoint, **params)
+
+    server.list = record
+    assert sync(server, lab, apply=True).total == 0
+    assert "dcim/power-outlets/" not in reads
+    outlet = server.find("dcim/power-outlets/", name="outlet7")[0]
+    del server.db["dcim/power-outlets/"][outlet["id"]]
+    report = sync(server, lab, apply=True)
+    assert [c.action for c in report.changes["power_outlets"]] == ["create"]
+    assert sync(server, lab, apply=True).total == 0

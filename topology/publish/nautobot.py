@@ -80,6 +80,10 @@ class Nautobot:
     def version(self) -> str:
         return str(self._call("GET", "status/").json().get("nautobot-version", ""))
 
+    def count(self, endpoint: str, **params) -> int:
+        """How many objects match, with one object on the wire."""
+        return int(self._call("GET", endpoint, params={**params, "limit": 1, "exclude_m2m": "true"}).json()["count"])
+
     def list(self, endpoint: str, **params) -> list[dict]:
         """All objects, in the server's order: the first page gives the count, the others are
         fetched concurrently (up to `workers` at a time) when there are several."""
