@@ -1,19 +1,29 @@
-"""Plan time and peak memory for 1k, 8k, 32k and 100k GPUs (build + render, no disk).
+"""Plan CPU time and peak memory for 1k, 8k, 32k and 100k GPUs (build + streamed render, no disk).
 
-Run: .venv/bin/python bench/bench_plan.py
-Targets on a 2-core machine: 8k GPUs under 2 s, 100k under 20 s, cost linear in cables.
+Each case runs in a child process of its own, so its peak RSS is its own: the layout is built,
+then every artifact is rendered one at a time as `superpod plan` streams them into the new
+generation (topology/render/artifacts.py iter_artifacts), each dropped once counted.
+Run: .venv/bin/python bench/bench_plan.py [label ...]
+Targets on a 2-core machine: 8k GPUs under 2 s, 100k under 20 s and 1 GB, cost linear in cables.
+CPU seconds (user + sys) are the figure to compare on a shared machine; wall time is printed beside.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import resource
+import subprocess
+import sys
 import time
-import tracemalloc
 from pathlib import Path
 
-from topology.build import build
-from topology.errors import SpecError
-from topology.render.artifacts import render_artifacts
-from topology.spec import parse
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from topology.build import build  # noqa: E402
+from topology.errors import SpecError  # noqa: E402
+from topology.render.artifacts import iter_artifacts  # noqa: E402
+from topology.spec import parse  # noqa: E402
 
 
 def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pairing: str = "mlag",
@@ -47,38 +57,55 @@ def artifact(path: Path) -> str:
     return parts[1] if len(parts) == 2 else parts[1] + "/"
 
 
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def one(label: str) -> dict:
+    """One case in this process: build, then the streamed render; figures as a dict."""
+    spec = parse(dict(CASES)[label])
+    c0, t0 = _cpu(), time.perf_counter()
+    try:
+        layout = build(spec)
+    except SpecError as e:  # e.g. a run no medium reaches
+        return {"label": label, "refused": str(e)}
+    c1 = _cpu()
+    sizes: dict[str, int] = {}
+    for path, text in iter_artifacts(layout, Path("/nonexistent/out"), Path("/nonexistent/inv")):
+        sizes[artifact(path)] = sizes.get(artifact(path), 0) + len(text.encode())
+    c2, t2 = _cpu(), time.perf_counter()
+    return {"label": label, "gpus": layout.facts["gpus"], "tiers": layout.facts["tiers"],
+            "devices": len(layout.devices), "cables": len(layout.links), "build_cpu": c1 - c0,
+            "render_cpu": c2 - c1, "cpu": c2 - c0, "wall": t2 - t0,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "sizes": sizes}
+
+
 def main() -> None:
-    # cpu s: this process's CPU time for build + render, the figure to compare on a shared machine
-    print(f"{'pod':>5} {'gpus':>7} {'tiers':>5} {'devices':>8} {'cables':>8} {'build s':>8} {'render s':>9} "
-          f"{'cpu s':>6} {'us/cable':>9} {'peak MiB':>9}")
+    if len(sys.argv) == 3 and sys.argv[1] == "--one":
+        print(json.dumps(one(sys.argv[2])))
+        return
+    labels = sys.argv[1:] or [label for label, _ in CASES]
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"{'pod':>5} {'gpus':>7} {'tiers':>5} {'devices':>8} {'cables':>8} {'build cpu':>9} {'render cpu':>10} "
+          f"{'cpu s':>6} {'wall s':>6} {'us/cable':>9} {'peak MiB':>9}")
     sizes: dict[str, dict[str, int]] = {}
-    for label, data in CASES:
-        spec = parse(data)
-        c0, t0 = time.process_time(), time.perf_counter()
-        try:
-            layout = build(spec)
-        except SpecError as e:  # e.g. an in-band core tier two switch tiers cannot hold
-            print(f"{label:>5} refused: {e}")
+    for label in labels:
+        child = subprocess.run([sys.executable, __file__, "--one", label], capture_output=True, text=True, check=True)
+        r = json.loads(child.stdout)
+        if "refused" in r:
+            print(f"{label:>5} refused: {r['refused']}")
             continue
-        t1 = time.perf_counter()
-        files = render_artifacts(layout, Path("/nonexistent/out"), Path("/nonexistent/inv"))
-        t2, cpu = time.perf_counter(), time.process_time() - c0
-        for path, text in files.items():
-            sizes.setdefault(artifact(path), {}).setdefault(label, 0)
-            sizes[artifact(path)][label] += len(text.encode())
-        # peak memory in a second, traced run: tracing slows Python down several times
-        tracemalloc.start()
-        render_artifacts(build(spec), Path("/nonexistent/out"), Path("/nonexistent/inv"))
-        peak = tracemalloc.get_traced_memory()[1] / 2**20
-        tracemalloc.stop()
-        assert files
-        cables = len(layout.links)
-        print(f"{label:>5} {layout.facts['gpus']:>7} {layout.facts['tiers']:>5} {len(layout.devices):>8} {cables:>8} "
-              f"{t1 - t0:>8.2f} {t2 - t1:>9.2f} {cpu:>6.2f} {(t2 - t0) / cables * 1e6:>9.1f} {peak:>9.0f}")
-    labels = [label for label, _ in CASES if any(label in per for per in sizes.values())]
-    print(f"\n{'MB per artifact':<16}" + "".join(f"{label:>9}" for label in labels))
+        for name, n in r["sizes"].items():
+            sizes.setdefault(name, {})[label] = n
+        print(f"{label:>5} {r['gpus']:>7} {r['tiers']:>5} {r['devices']:>8} {r['cables']:>8} {r['build_cpu']:>9.2f} "
+              f"{r['render_cpu']:>10.2f} {r['cpu']:>6.2f} {r['wall']:>6.2f} {r['cpu'] / r['cables'] * 1e6:>9.1f} "
+              f"{r['peak_mib']:>9.0f}")
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    shown = [label for label in labels if any(label in per for per in sizes.values())]
+    print(f"\n{'MB per artifact':<16}" + "".join(f"{label:>9}" for label in shown))
     for name, per in sorted(sizes.items(), key=lambda kv: -max(kv[1].values())):
-        print(f"{name:<16}" + "".join(f"{per.get(label, 0) / 1e6:>9.2f}" for label in labels))
+        print(f"{name:<16}" + "".join(f"{per.get(label, 0) / 1e6:>9.2f}" for label in shown))
 
 
 if __name__ == "__main__":
