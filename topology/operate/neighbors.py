@@ -78,6 +78,8 @@ def load_plan(plan_dir: Path) -> Plan:
             speed = int(r["speed_gbps"])
         except ValueError:
             raise SpecError(f"cabling.csv line {n}: speed_gbps", f"not a number: {r['speed_gbps']!r}") from None
+        if r["kind"] == "border":  # the far end is the site's router: its LLDP name is the site's, not the plan's
+            continue
         links.append(PlannedLink((r["a_device"], r["a_port"]), (r["b_device"], r["b_port"]), r["fabric"],
                                  r["kind"], speed, r.get("media", "")))
     racks, roles, models = {}, {}, {}
