@@ -28,7 +28,7 @@ def test_plan_writes_artifacts_and_summary(tmp_path):
     names = {p.name for p in out.iterdir()}
     assert {"devices.csv", "cabling.csv", "ipplan.csv", "asns.csv", "racks.csv", "layout.json", "inventory"} <= names
     cables = list(csv.DictReader((out / "cabling.csv").open()))
-    assert len(cables) == len(stack_layout("roce-1k").links)
+    assert len(cables) == len(stack_layout("roce-1k").links) + len(stack_layout("roce-1k").border_links)
     assert {"a_device", "a_port", "b_device", "b_port", "kind", "speed_gbps", "length_class"} <= set(cables[0])
     devices = list(csv.DictReader((out / "devices.csv").open()))
     assert {"name", "role", "model", "su", "rack"} <= set(devices[0])
