@@ -53,8 +53,8 @@ def oob_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[
         cores = sorted(d.name for d in devices if d.role == "inband_core")
         lpc = ib.uplinks_per_switch // sz.cores
         reserved = ceil(sz.switches_max * lpc / core_sw.lanes[sz.up_speed])  # the end state's switch uplinks
-        free = {c: [k for k in range(core_sw.cages - 1, reserved - 1, -1)
-                    if k not in _cages_used(core_sw, used.get(c, set()))] for c in cores}
+        taken = {c: _cages_used(core_sw, used.get(c, set())) for c in cores}  # once per core, not per cage
+        free = {c: [k for k in range(core_sw.cages - 1, reserved - 1, -1) if k not in taken[c]] for c in cores}
         per_core = ceil(len(aggs) * oob.aggregation_uplinks / len(cores))
         lanes = core_sw.lanes[speed]
         short = [c for c in cores if len(free[c]) * lanes < per_core]

@@ -300,7 +300,9 @@ def desired_objects(layout: Layout) -> Desired:
             prefixes.append(Prefix(a.network, a.pool, "network"))
     shared: dict[str, list] = {}
     for a in layout.addresses:
-        entry = shared.setdefault(a.address, [a.pool, []])
+        entry = shared.get(a.address)
+        if entry is None:  # setdefault would build a throwaway pair for each of the ~60k addresses at 8k
+            entry = shared[a.address] = [a.pool, []]
         entry[1].append((a.device, a.interface))
     addresses = tuple(
         IpAddress(addr, pool, tuple(ifs), _address_role(addr, ifs)) for addr, (pool, ifs) in shared.items()
