@@ -35,7 +35,8 @@ def test_plan_writes_artifacts_and_summary(tmp_path):
     assert {d["role"] for d in devices} >= {"gpu_node", "leaf", "spine", "storage_leaf", "storage_spine",
                                             "inband_switch", "oob_switch"}
     doc = json.loads((out / "layout.json").read_text())
-    assert doc["spec"]["name"] == "roce-1k" and len(doc["links"]["rows"]) == len(cables)
+    assert doc["spec"]["name"] == "roce-1k"
+    assert len(doc["links"]["rows"]) + len(doc["border_links"]["rows"]) == len(cables)
     # a second plan rewrites nothing
     again = plan("--stack", "roce-1k", "-C", str(ROOT), "--out", str(out))
     assert "wrote 0 of" in again.output

@@ -27,6 +27,7 @@ def layout_json(layout: Layout) -> str:
         "racks": _table(Rack, layout.racks),
         "devices": _table(Device, layout.devices),
         "links": _table(Link, layout.links),
+        "border_links": _table(Link, layout.border_links),  # to the site's border routers (no device of ours)
         "addresses": _table(Address, layout.addresses),
         "asns": _table(Asn, layout.asns),
     }
