@@ -231,6 +231,45 @@ def _per_cage(cat: Catalog, runs: list[tuple]) -> dict[int, tuple[float, str, bo
 
 
 def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device], racks: list[Rack]) -> list[Link]:
+    try:
+        return _with_cables(spec, cat, links, devices, racks)
+    except SpecError as e:
+        if e.field != "racks.row_pitch_m":
+            raise
+        raise SpecError(e.field, e.rule + _floor_plan_hint(spec, cat, links, devices, racks)) from None
+
+
+MIN_ROW_PITCH_M = 2.4  # a 1.2 m deep rack and a 1.2 m aisle: no floor plan puts rows closer
+
+
+def _fits(spec: PodSpec, pitch: float, *args) -> bool:
+    trial = spec.model_copy(update={"racks": spec.racks.model_copy(update={"row_pitch_m": pitch})})
+    try:
+        _with_cables(trial, *args)
+    except SpecError:
+        return False
+    return True
+
+
+def _floor_plan_hint(spec: PodSpec, cat: Catalog, *args) -> str:
+    """What to change when a run is out of reach (worked out on the refusal path only): the
+    widest row pitch on a 0.1 m grid at which every run reaches, else the rows' length."""
+    r = spec.racks
+    lo, hi = round(MIN_ROW_PITCH_M * 10), int(r.row_pitch_m * 10 + 1e-6) - 1  # tenths of a metre
+    if hi >= lo and _fits(spec, lo / 10, cat, *args):
+        while lo < hi:  # runs only shorten with the pitch: bisect for the widest that fits
+            mid = (lo + hi + 1) // 2
+            lo, hi = (mid, hi) if _fits(spec, mid / 10, cat, *args) else (lo, mid - 1)
+        return f"; racks.row_pitch_m: {lo / 10:g} reaches (now {r.row_pitch_m:g})"
+    if _fits(spec, 0.1, cat, *args):
+        return (f"; no row pitch of {MIN_ROW_PITCH_M:g} m or more reaches across the rows: fewer, longer rows "
+                f"(a larger racks.racks_per_row, now {r.racks_per_row}) or a longer-reach medium in the catalog")
+    return (f"; the run is within a row: shorter rows (a smaller racks.racks_per_row, now {r.racks_per_row}) "
+            "or a longer-reach medium in the catalog")
+
+
+def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device],
+                 racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
     # A pod has few kinds of cable end and of run: both lookups are memoized (at 100k GPUs,
