@@ -1,0 +1,143 @@
+"""Package installs on a converged node: each is a whole apt/dnf module run (it opens the package
+cache), seconds per role in a no-op apply. site.yml reads the installed packages once per run,
+fresh (its GPU-node pre_task, registered as superpod_package_facts), and each role runs its
+install task only when one of its packages is missing from that list. Without the fresh read (a
+role run alone, molecule, or only an hour-old list from the fact cache) the task runs as before.
+
+Run by ansible-playbook: the roles' own install tasks, conditions and variables, with site.yml's
+pre_task and the package modules swapped for stand-ins (one local host per case), plain and
+under --check (a missing package must still be reported as a change in a drift run)."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.role_files import ROOT, load
+from tests.roles.playbook import run_play
+
+# key -> (role, tasks file, the variable (in vars/Debian.yml or vars/main.yml) naming its packages,
+#         the tasks that call the package manager, in order; the last one installs)
+INSTALLS = {
+    "roce_qos": ("roce_qos", "install.yml", "roce_qos_family_packages",
+                 ["Install the tools the apply script uses (dcb, modprobe, python3)"]),
+    "rail_network": ("rail_network", "main.yml", "rail_network_family_packages", ["Install the network tools"]),
+    "host_network": ("host_network", "main.yml", "host_network_family_packages", ["Install the network tools"]),
+    "hugepages": ("hugepages", "mounts.yml", "hugepages_family_packages", ["Install the HugePages tools (hugeadm)"]),
+    "host_tuning-pciutils": ("host_tuning", "acs.yml", "host_tuning_pciutils_package", ["Install pciutils (setpci)"]),
+    "host_tuning-cpupower": ("host_tuning", "governor.yml", "host_tuning_family_packages", ["Install cpupower"]),
+    "fabric_telemetry": ("fabric_telemetry", "install.yml", "fabric_telemetry_family_packages",
+                         ["Find missing packages (apt, dry run)", "Refresh the package index (apt)",
+                          "Install Python and virtualenv support"]),
+}
+PACKAGE_MODULES = ("ansible.builtin.package", "ansible.builtin.apt", "ansible.builtin.dnf")
+DEBIAN = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12",
+          "kernel": "6.1.0-28-amd64"}
+
+RECORDER = """#!/usr/bin/python
+from ansible.module_utils.basic import AnsibleModule
+module = AnsibleModule(argument_spec={"name": {"type": "list", "elements": "str"}, "state": {"type": "str"},
+                                      "update_cache": {"type": "bool"}}, supports_check_mode=True)
+module.exit_json(changed=True, called_with=module.params)
+"""
+
+
+def _packages(key: str) -> list[str]:
+    """The Debian package names the key's install task installs, as the role's vars files say."""
+    role, _, var, _ = INSTALLS[key]
+    found = {**load(ROOT / "roles" / role / "vars/main.yml"), **load(ROOT / "roles" / role / "vars/Debian.yml")}[var]
+    return found if isinstance(found, list) else [found]
+
+
+EVERYTHING = sorted({p for key in INSTALLS for p in _packages(key)})
+# the package each missing-<key> host lacks: the last of that install's list
+GONE = {key: _packages(key)[-1] for key in INSTALLS}
+
+
+def _install_tasks(key: str) -> list[dict]:
+    """The role's own tasks, each package module call replaced by the recorder (same args, when, register)."""
+    role, file, _, names = INSTALLS[key]
+    by_name = {t.get("name"): t for t in load(ROOT / "roles" / role / "tasks" / file)}
+    out = []
+    for name in names:
+        task = copy.deepcopy(by_name[name])
+        module = next(m for m in PACKAGE_MODULES if m in task)
+        task["recorded_package"] = task.pop(module)
+        task["name"] = f"{key}: {name}"
+        out.append(task)
+    return out
+
+
+def _site_pre_task() -> dict:
+    """site.yml's package read, with the module swapped for facts the host var fresh_packages gives."""
+    play = next(p for p in load(ROOT / "site.yml") if p.get("hosts") == "gpu_nodes" and "pre_tasks" in p)
+    task = copy.deepcopy(next(t for t in play["pre_tasks"] if "ansible.builtin.package_facts" in t))
+    task.pop("ansible.builtin.package_facts")
+    task["test_facts"] = {"facts": {"packages": "{{ fresh_packages }}"}}
+    task["when"] = "fresh_packages is defined"
+    task["check_mode"] = False  # package_facts reads under --check too; the stand-in says so
+    return task
+
+
+def _installed(names) -> dict:
+    return {n: [{"name": n, "version": "1.0", "arch": "amd64", "source": "apt"}] for n in names}
+
+
+def _run(tmp_path, check: bool):
+    (tmp_path / "library").mkdir()
+    (tmp_path / "library" / "recorded_package.py").write_text(RECORDER)
+    hosts = {
+        "all-present": {"node_facts": DEBIAN, "fresh_packages": _installed(EVERYTHING)},
+        # the fact cache lists everything, but this run did not read the packages: not trusted
+        "cached-only": {"node_facts": dict(DEBIAN, packages=_installed(EVERYTHING))},
+        "no-facts": {"node_facts": DEBIAN},
+    }
+    for key, gone in GONE.items():
+        hosts[f"missing-{key}"] = {"node_facts": DEBIAN,
+                                   "fresh_packages": _installed(p for p in EVERYTHING if p != gone)}
+    # the node's facts (gathered, or from the cache), also under --check
+    tasks = [{"name": "Node facts", "test_facts": {"facts": "{{ node_facts }}"}, "check_mode": False},
+             _site_pre_task()]
+    for role in sorted({spec[0] for spec in INSTALLS.values()}):
+        base = ROOT / "roles" / role
+        tasks += [{"name": f"{role} vars {f}", "ansible.builtin.include_vars": str(base / f)}
+                  for f in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml")]
+    for key in INSTALLS:
+        tasks += _install_tasks(key)
+    return run_play(tmp_path, tasks, hosts, check=check)
+
+
+def _ran(results: list[dict], key: str) -> list[str]:
+    """Names (without the key prefix) of the key's package tasks that ran (not skipped)."""
+    prefix = f"{key}: "
+    return [r["task"][len(prefix):] for r in results if r["task"].startswith(prefix) and not r.get("skipped")]
+
+
+@pytest.mark.timeout(240)
+@pytest.mark.parametrize("check", [False, True], ids=["apply", "check"])
+def test_install_runs_only_for_a_missing_package(tmp_path, check):
+    results = _run(tmp_path, check)
+    assert set(results) == {"all-present", "cached-only", "no-facts", *(f"missing-{k}" for k in INSTALLS)}
+    for host, res in results.items():
+        assert not [r for r in res if r.get("failed")], (host, [r for r in res if r.get("failed")])
+    for key, (_, _, _, names) in INSTALLS.items():
+        install = names[-1]
+        # every package in this run's fresh list: no package-manager call at all
+        assert _ran(results["all-present"], key) == [], key
+        # no fresh read (role alone; or only the fact cache's list, which can be an hour old): as before
+        for host in ("no-facts", "cached-only"):
+            assert install in _ran(results[host], key), (host, key)
+        # one of its packages missing: it runs and reports the change (under --check too)...
+        ran = [r for r in results[f"missing-{key}"] if r["task"] == f"{key}: {install}"]
+        assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, (key, ran)
+        # ...and only the installs that list that package run
+        for other in INSTALLS:
+            if GONE[key] not in _packages(other):
+                assert _ran(results[f"missing-{key}"], other) == [], (key, other)
+    # fabric_telemetry: the apt dry run still decides the install and the index refresh (never
+    # under --check: a drift run does not touch the index)
+    want = ["Find missing packages (apt, dry run)", "Install Python and virtualenv support"]
+    if not check:
+        want.insert(1, "Refresh the package index (apt)")
+    assert _ran(results["missing-fabric_telemetry"], "fabric_telemetry") == want
