@@ -34,6 +34,8 @@ RAIL_IMBALANCE_FOR = "10m"
 
 NIC_BY = "su, node, kind, rail, gpu, netdev, leaf, leaf_port"
 
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)  # libyaml: same bytes, several times faster
+
 
 def _su(n: int | None) -> str:
     return f"su{n:02d}" if n is not None else ""
@@ -91,7 +93,8 @@ def switch_targets(layout: Layout) -> str:
         "processors": {"trim-prefixes": {"event-strings": {"value-names": [".*"],
                                                            "transforms": [{"path-base": {"apply-on": "name"}}]}}},
     }
-    return f"# gnmic collector for pod {layout.spec.name}: {GENERATED}\n" + yaml.safe_dump(doc, sort_keys=False)
+    header = f"# gnmic collector for pod {layout.spec.name}: {GENERATED}\n"
+    return header + yaml.dump(doc, Dumper=DUMPER, sort_keys=False)
 
 
 def planned_speeds(layout: Layout) -> dict[str, int]:
@@ -223,7 +226,7 @@ def alert_rules(speeds: dict[str, int]) -> list[dict]:
 def rules(layout: Layout) -> str:
     doc = {"groups": recording_rules() + alert_rules(planned_speeds(layout))}
     header = f"# Prometheus rules for the RoCE fabric of pod {layout.spec.name}: {GENERATED}\n"
-    return header + yaml.safe_dump(doc, sort_keys=False, width=120)
+    return header + yaml.dump(doc, Dumper=DUMPER, sort_keys=False, width=120)
 
 
 def _panel(pid: int, title: str, exprs: list[tuple[str, str]], x: int, y: int, unit: str) -> dict:
