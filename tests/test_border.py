@@ -188,7 +188,11 @@ def test_ufm_and_storage_servers_have_bonded_inband_ethernet(stack):
     for d in layout.devices:
         if d.role in APPLIANCES:
             bond = next(a for a in layout.addresses if a.device == d.name and a.interface == "bond0")
-            assert hosts[d.name]["ansible_host"] == bond.address.split("/")[0]
+            hv = hosts[d.name]
+            assert hv["ansible_host"] == bond.address.split("/")[0]
+            members = sorted(lk.a_port for lk in layout.links if lk.a_device == d.name and lk.tier == "service-inband")
+            assert (hv["superpod_inband_address"], hv["superpod_inband_gateway"]) == (bond.address, bond.peer)
+            assert sorted(hv["superpod_inband_members"]) == members and len(members) == 2
 
 
 def test_three_tier_appliances_land_on_the_services_pair():

@@ -259,6 +259,10 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
     """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/)."""
     addr, by_pool, asn, rows = _index(layout)
     leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
+    service_members: dict[str, list[str]] = {}  # mgmt nodes' and appliances' in-band bond members
+    for lk in layout.links:
+        if lk.tier in ("mgmt-core", "service-inband"):
+            service_members.setdefault(lk.a_device, []).append(lk.a_port)
     groups: dict[str, dict] = {g: {} for g in ROLE_GROUPS.values()}
     su_groups: dict[str, list[str]] = {}
     rack_groups: dict[str, list[str]] = {}
@@ -275,6 +279,11 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
                 "superpod_rack": d.rack,
                 "superpod_model": d.model,
             }
+            inband = by_pool.get((d.name, "inband"))
+            if inband is not None:  # its bond on the services pair (inband.py, inband_services.py)
+                hv |= {"superpod_inband_interface": inband.interface, "superpod_inband_address": inband.address,
+                       "superpod_inband_members": service_members.get(d.name, []),
+                       "superpod_inband_gateway": inband.peer}
         else:
             loop = addr.get((d.name, "lo"))
             hv = SwitchVars(
