@@ -215,3 +215,11 @@ def test_the_core_pair_bonds_each_appliance_in_the_services_vlan():
     assert {b.peer for b in bonds} == names
     ids = [b.pair_id for b in core.bonds]
     assert len(ids) == len(set(ids)) and all(b.access_vlan == 10 for b in bonds)
+
+
+def test_a_services_pair_without_room_for_the_appliances_names_the_field():
+    with pytest.raises(SpecError) as e:
+        build(spec_with("lab", scalable_units=2, max_scalable_units=40, racks={"racks_per_row": 20},
+                        storage_fabric={"storage_servers": 300}))
+    assert e.value.field == "storage_fabric.storage_servers", e.value
+    assert "inband-svc-a" in str(e.value) and "management.inband.switch_model" in str(e.value)

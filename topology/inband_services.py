@@ -52,10 +52,12 @@ def service_links(spec: PodSpec, cat: Catalog, devices: list[Device], links: lis
         pair = [d.name for d in sorted(devices, key=lambda d: d.slot) if d.role == "inband_core"][:SIDES]
         sw = cat.switches[ib.core_switch_model or ib.switch_model]
         cages = list(range(sw.cages - 1, reserved_core_cages(spec, cat) - 1, -1))
+        model_field = "core_switch_model"
     else:
         pair = [svc_name(s) for s in range(SIDES)]
         sw = cat.switches[ib.switch_model]
         cages = list(range(sz.first_peer // sw.lanes[sw.native_gbps]))
+        model_field = "switch_model"  # the services pair is an SU pair's model
     speed = link_speed(sw.lanes, max(cat.appliances[h.model].inband_speed_gbps for h in hosts), sz.speed)
     used = ports_used(links)
     lanes = sw.lanes[speed]
@@ -79,6 +81,6 @@ def service_links(spec: PodSpec, cat: Catalog, devices: list[Device], links: lis
             "storage_fabric.storage_servers",
             f"in-band fabric: the UFM appliances' and storage servers' {need[s]} in-band ports on {s} need "
             f"{ceil(need[s] / lanes)} free cages; it has {len(free[s])} beside its other links (fewer "
-            f"storage_servers, or a larger management.inband.core_switch_model)",
+            f"storage_servers, management.oob.aggregation_uplinks: 1, or a larger management.inband.{model_field})",
         )
     return out
