@@ -25,6 +25,7 @@ from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.sonic import render_config_db
+from topology.render.switches.sonic_yang import validate, yanglint
 from topology.render.tables import cabling_csv
 
 
@@ -138,6 +139,8 @@ def test_sonic_cores_render_the_border_sessions():
     core = _core_intent(layout)
     db = json.loads(render_config_db(core, catalog.load().switches[core.model]))
     assert {n for n in db["BGP_NEIGHBOR"]} == {n.address for n in core.bgp.neighbors}
+    if yanglint():
+        validate(db)  # the border sessions, breakouts and appliance bonds against SONiC's YANG models
     assert "remote-as 65010" in render_frr(core)
 
 
