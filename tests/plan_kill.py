@@ -36,7 +36,7 @@ def two_specs(stack: str, folder: Path) -> tuple[Path, Path]:
     pod = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["superpod:pod"]
     a, b = folder / "a.yaml", folder / "b.yaml"
     a.write_text(yaml.safe_dump(pod))
-    b.write_text(yaml.safe_dump({**pod, "addressing": {**pod.get("addressing", {}), "inband": "10.28.0.0/14"}}))
+    b.write_text(yaml.safe_dump({**pod, "addressing": {**pod.get("addressing", {}), "inband": "10.32.0.0/14"}}))
     return a, b
 
 
