@@ -226,3 +226,11 @@ def test_a_services_pair_without_room_for_the_appliances_names_the_field():
                         storage_fabric={"storage_servers": 300}))
     assert e.value.field == "storage_fabric.storage_servers", e.value
     assert "inband-svc-a" in str(e.value) and "management.inband.switch_model" in str(e.value)
+
+
+def test_three_tier_border_and_appliances_are_growth_stable():
+    def at(sus):
+        return build(spec_with("lab", scalable_units=sus, max_scalable_units=40, racks={"racks_per_row": 20}))
+    small, big = at(2), at(3)
+    check_growth(small, big)
+    assert _border(small) and set(_border(small)) == set(_border(big))
