@@ -282,6 +282,7 @@ def desired_objects(layout: Layout) -> Desired:
     for dev, ifname in names:
         kind, kbps = _interface_type(ifname, speeds.get((dev, ifname)), (dev, ifname) in ib_ports)
         interfaces.append(Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt))
+    del names, speeds, mgmt, ib_ports  # hundreds of thousands of port keys at 100k GPUs: gone before the cables
 
     numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
     labels = {(lk.a_device, lk.a_port): cable_id(lk, lk.tier in numbered) for lk in layout.links}
@@ -290,6 +291,7 @@ def desired_objects(layout: Layout) -> Desired:
               labels[(lk.a_device, lk.a_port)], _cable_tags(lk, by_name))
         for lk in layout.links
     )
+    del labels
 
     pools = {k: v for k, v in spec.addressing.model_dump().items() if isinstance(v, str) and "/" in v}
     prefixes = [Prefix(str(IPNetwork(net).cidr), pool, "container") for pool, net in pools.items()]
