@@ -157,13 +157,15 @@ def _check_appliance_inband(layout) -> None:
     addr = {(a.device, a.interface): a for a in layout.addresses}
     vrr = {}
     for a in layout.addresses:
-        if a.interface == "vlan10-v0":
+        if a.pool == "inband" and a.interface.endswith("-v0"):
             vrr.setdefault(a.address.split("/")[0], set()).add(a.device)
     mgmt = next(a for a in layout.addresses if a.device.startswith("mgmt-") and a.interface == "bond0")
     for name in appliances:
         assert len(on.get(name, ())) == 2, (name, on.get(name))  # bonded over both switches of the pair
         a = addr[(name, "bond0")]
-        assert a.pool == "inband" and a.network == mgmt.network and a.peer == mgmt.peer, a
+        # a subnet of their own after the services subnet: their count never resizes the SUs' subnets
+        assert a.pool == "inband" and a.network != mgmt.network and a.peer != mgmt.peer, a
+        assert netaddr.IPNetwork(a.network).prefixlen == netaddr.IPNetwork(mgmt.network).prefixlen, a
         assert vrr[a.peer] == on[name], (a, vrr[a.peer])  # the pair holding the bond owns the gateway
     check_all(layout)
 
@@ -217,7 +219,12 @@ def test_the_core_pair_bonds_each_appliance_in_the_services_vlan():
     bonds = [b for b in core.bonds if b.peer in names]
     assert {b.peer for b in bonds} == names
     ids = [b.pair_id for b in core.bonds]
-    assert len(ids) == len(set(ids)) and all(b.access_vlan == 10 for b in bonds)
+    assert len(ids) == len(set(ids))
+    svi_net = {svi.vlan: netaddr.IPNetwork(svi.address).cidr for svi in core.svis}
+    for b in bonds:  # each in its subnet's VLAN (vlan11, ...), which the pair answers for
+        host = next(a for a in layout.addresses if a.device == b.peer and a.interface == "bond0")
+        assert b.access_vlan >= 11 and b.access_vlan in core.vlans, b
+        assert netaddr.IPNetwork(host.address).ip in svi_net[b.access_vlan], (b, host)
 
 
 def test_a_services_pair_without_room_for_the_appliances_names_the_field():

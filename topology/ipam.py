@@ -26,6 +26,7 @@ from topology.storage_converged import TIER as JUNCTION
 from topology.storage_converged import converged, links_per_switch
 
 INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
+APPLIANCE_VLAN = 11  # the first of the UFM appliances' and storage servers' in-band subnets (services pair)
 STORAGE_VLAN = 200  # the storage hosts' SVI on each storage leaf
 GATEWAY_PAIR = 2  # switches sharing a VRR gateway; each also holds an address of its own
 
@@ -168,12 +169,16 @@ def plan(
     services = spec.max_su * pairs
     svc_pair = any(d.role == "inband_switch" and d.su is None for d in devices)
     plen = prefix_for(per_pair + 1 + GATEWAY_PAIR)
-    # the UFM appliances and storage servers follow the mgmt nodes (topology/inband_services.py)
-    service_slot = {lk.a_device: lk.slot for lk in by_tier.get("service-inband", ())}
-    services_hosts = max([spec.management.inband.mgmt_nodes, *(s + 1 for s in service_slot.values())])
-    services_hosts += 1 + GATEWAY_PAIR
+    services_hosts = spec.management.inband.mgmt_nodes + 1 + GATEWAY_PAIR
     plen = min(plen, prefix_for(services_hosts))
-    pool = Pool(spec, "inband", plen, services + 1)
+    # The UFM appliances and storage servers (topology/inband_services.py): subnets of their own
+    # after the services subnet, as many as they fill at the pool's size (so their count never
+    # resizes the SUs' subnets), gateway VRR on the services pair's vlan11, vlan12, ...
+    mgmt_nodes = spec.management.inband.mgmt_nodes
+    service_slot = {lk.a_device: lk.slot - mgmt_nodes for lk in by_tier.get("service-inband", ())}
+    per_app = 2 ** (32 - plen) - 3 - GATEWAY_PAIR
+    app_subnets = ceil(len(service_slot) / per_app)
+    pool = Pool(spec, "inband", plen, services + 1 + app_subnets)
     for d in devices:
         if d.role == "gpu_node":
             su0, n0 = divmod(d.slot, spec.nodes_per_su)
@@ -185,13 +190,19 @@ def plan(
             address, net = pool.host(services, d.slot + 2)
             add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services)[0] + 1)))
         elif d.name in service_slot:
-            address, net = pool.host(services, service_slot[d.name] + 2)
-            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services)[0] + 1)))
+            k, i = divmod(service_slot[d.name], per_app)
+            address, net = pool.host(services + 1 + k, i + 2)
+            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services + 1 + k)[0] + 1)))
         elif d.role == "inband_switch":
             pair, side = divmod(d.slot, 2)
             out.extend(_vrr_gateway(pool, pair, d.name, side, INBAND_VLAN, "inband"))
+            if d.su is None:  # the services pair of three tiers: the appliances' gateways too
+                for k in range(app_subnets):
+                    out.extend(_vrr_gateway(pool, services + 1 + k, d.name, side, APPLIANCE_VLAN + k, "inband"))
         elif d.role == "inband_core" and d.slot < GATEWAY_PAIR and not svc_pair:
             out.extend(_vrr_gateway(pool, services, d.name, d.slot, INBAND_VLAN, "inband"))
+            for k in range(app_subnets):
+                out.extend(_vrr_gateway(pool, services + 1 + k, d.name, d.slot, APPLIANCE_VLAN + k, "inband"))
 
     # Storage: a subnet per storage leaf for the ports cabled to it (IPoIB: one on-link subnet).
     if spec.storage_fabric.enabled and cat.switches[spec.storage_fabric.switch_model].kind == "infiniband":

@@ -136,10 +136,11 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             bonds = pairing.bonds(d.name, data_links, by_name, spec.nodes_per_su)
             members = {m for b in bonds for m in b.members}
             port_list = tuple(replace(p, access_vlan=None) if p.name in members else p for p in port_list)
-            gw = pairing.gateway_svi(own, d)
-            if gw is not None:
+            for gw in pairing.gateway_svis(own, d):  # vlan10, and the appliances' vlan11+ on the services pair
                 svis += (gw,)
                 vlans = sorted(set(vlans) | {gw.vlan})
+            if d.role == "inband_core" or d.su is None:
+                bonds = pairing.subnet_vlans(bonds, own, layout.addresses_by_device)
             if d.name in partner:
                 peer = by_name[partner[d.name]]
                 theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}

@@ -7,6 +7,8 @@ the subnet's .1 gateway (ipam: `vlan10` own address, `vlan10-v0` the shared VRR 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from topology.ipam import INBAND_VLAN
 from topology.model import Address, Device, Link
 from topology.render.switches.intent import Bond, Pairing, Svi
@@ -76,6 +78,29 @@ def pairing(
 
 def _ip(a: Address | None) -> str:
     return a.address.split("/")[0] if a else ""
+
+
+def gateway_svis(own: dict[str, Address], device: Device) -> tuple[Svi, ...]:
+    """Every in-band gateway this switch shares with its pair: vlan10 (the nodes' or the mgmt
+    nodes' subnet) and, on the services pair, the appliances' vlan11, vlan12, ... (ipam.py)."""
+    out = []
+    for name, mine in own.items():
+        vlan = name.removeprefix("vlan")
+        if mine.pool == "inband" and vlan.isdigit() and int(vlan) >= INBAND_VLAN and f"{name}-v0" in own:
+            out.append(Svi(int(vlan), mine.address, own[f"{name}-v0"].address, vrr_mac(pair_index(device))))
+    return tuple(sorted(out, key=lambda s: s.vlan))
+
+
+def subnet_vlans(bonds: tuple[Bond, ...], own: dict[str, Address],
+                 addresses_by_device: dict[str, list[Address]]) -> tuple[Bond, ...]:
+    """Each bond in the VLAN of its host's subnet: an appliance's is vlan11+ (its own subnet)."""
+    vlan_of = {a.network: int(a.interface.removeprefix("vlan")) for a in own.values()
+               if a.pool == "inband" and a.interface.removeprefix("vlan").isdigit()}
+    out = []
+    for b in bonds:
+        host = next((a for a in addresses_by_device.get(b.peer, ()) if a.interface == "bond0"), None)
+        out.append(replace(b, access_vlan=vlan_of.get(host.network, b.access_vlan)) if host else b)
+    return tuple(out)
 
 
 def gateway_svi(own: dict[str, Address], device: Device) -> Svi | None:
