@@ -139,8 +139,8 @@ start() {
     --pidfile "$run/redis.pid" --logfile "$run/redis.log" --dir "$run"
   make_token
   if ((web_processes > 1)); then  # uWSGI (Nautobot's production server) with several processes
-    "$venv/bin/nautobot-server" start --http="127.0.0.1:$web_port" --master --processes="$web_processes" \
-      --threads=1 --enable-threads --die-on-term --harakiri=900 --http-timeout=900 >"$run/web.log" 2>&1 &
+    "$venv/bin/nautobot-server" start --http-socket="127.0.0.1:$web_port" --master --processes="$web_processes" \
+      --threads=1 --enable-threads --die-on-term --harakiri=900 --socket-timeout=900 >"$run/web.log" 2>&1 &
   else  # Django's threaded development server: one process
     "$venv/bin/nautobot-server" runserver "127.0.0.1:$web_port" --noreload --insecure >"$run/web.log" 2>&1 &
   fi
