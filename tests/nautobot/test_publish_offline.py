@@ -313,3 +313,20 @@ def test_outlets_are_counted_and_read_only_when_some_are_missing(published):
     report = sync(server, lab, apply=True)
     assert [c.action for c in report.changes["power_outlets"]] == ["create"]
     assert sync(server, lab, apply=True).total == 0
+
+
+def test_concurrent_writes_split_a_small_type_over_all_workers():
+    sizes = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        sizes.append(len(body))
+        return httpx.Response(201, json=[{**o, "id": "x"} for o in body])
+
+    client = Nautobot("http://nb.example", "tok", chunk=250, workers=4)
+    client._http = httpx.Client(base_url="http://nb.example/api/", transport=httpx.MockTransport(handler))
+    assert len(client.create("dcim/interfaces/", [{"name": f"e{i}"} for i in range(300)], parallel=True)) == 300
+    assert sorted(sizes) == [75, 75, 75, 75], "300 objects, 4 workers: 4 requests, not 250 + 50"
+    sizes.clear()
+    client.create("dcim/interfaces/", [{"name": f"e{i}"} for i in range(2000)], parallel=True)
+    assert max(sizes) == 250 and len(sizes) == 8

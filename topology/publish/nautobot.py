@@ -105,13 +105,16 @@ class Nautobot:
             pages = list(pool.map(get, offsets))
         return [obj for body in (first, *pages) for obj in body["results"]]
 
-    def _chunks(self, items: list) -> Iterable[list]:
-        for i in range(0, len(items), self.chunk):
-            yield items[i:i + self.chunk]
+    def _chunks(self, items: list, size: int | None = None) -> Iterable[list]:
+        size = size or self.chunk
+        for i in range(0, len(items), size):
+            yield items[i:i + size]
 
     def create(self, endpoint: str, objects: list[dict], parallel: bool = False) -> list[dict]:
-        """Created objects in the order given (chunks may go concurrently when `parallel`)."""
-        parts = list(self._chunks(objects))
+        """Created objects in the order given (chunks may go concurrently when `parallel`; a type
+        smaller than workers x chunk is split evenly so that every worker gets a part)."""
+        size = -(-len(objects) // self.workers) if parallel and self.workers > 1 else self.chunk
+        parts = list(self._chunks(objects, max(1, min(self.chunk, size))))
         post = lambda part: self._call("POST", endpoint, json=part).json()  # noqa: E731
         if parallel and self.workers > 1 and len(parts) > 1:
             with ThreadPoolExecutor(self.workers) as pool:
