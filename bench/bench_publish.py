@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -135,6 +136,7 @@ def main() -> None:
     finally:
         if env:
             subprocess.run([ROOT / "scripts" / "nautobot-lab.sh", "stop"], env=env, capture_output=True, timeout=300)
+            shutil.rmtree(Path(env["NAUTOBOT_LAB_DIR"]).parent, ignore_errors=True)
 
     big = desired_objects(build(load_stack_file(str(ROOT / "Pulumi.roce-1k.yaml")))).counts
     est = sum(big[key] / rates[ep] for ep, key in COUNT_OF.items() if rates.get(ep))
