@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import random
 
 import httpx
 import pytest
@@ -18,7 +19,7 @@ from topology.catalog import load as load_catalog
 from topology.cli import app
 from topology.errors import SpecError
 from topology.publish.desired import OWNER_TAG, desired_objects
-from topology.publish.nautobot import Nautobot, read_token
+from topology.publish.nautobot import Nautobot, NautobotError, read_token
 from topology.publish.sync import sync
 
 
@@ -330,3 +331,87 @@ def test_concurrent_writes_split_a_small_type_over_all_workers():
     sizes.clear()
     client.create("dcim/interfaces/", [{"name": f"e{i}"} for i in range(2000)], parallel=True)
     assert max(sizes) == 250 and len(sizes) == 8
+
+
+# ---- paged reads over an unstable order (the roce-1k republish bug) -----------------------------
+
+def paging_server(objects_of, honour_sort: bool = True):
+    """A REST handler that pages like Nautobot's LimitOffsetPagination over a queryset with no
+    unique order (IP-address-to-interface has none): each LIMIT/OFFSET query may come back in
+    another order, so unsorted pages overlap and miss objects. `sort=id` gives a stable order
+    unless `honour_sort` is off (a server that ignores it)."""
+    def handler(request: httpx.Request) -> httpx.Response:
+        params = dict(request.url.params)
+        limit, offset = int(params.pop("limit", 1000)), int(params.pop("offset", 0))
+        sort = params.pop("sort", None)
+        objs = list(objects_of(request.url.path.removeprefix("/api/"), params))
+        if sort == "id" and honour_sort:
+            objs.sort(key=lambda o: o["id"])
+        else:
+            random.Random(f"{offset}:{limit}").shuffle(objs)  # the query plan, and so the order, differs per page
+        more = offset + limit < len(objs)
+        return httpx.Response(200, json={"count": len(objs), "next": "more" if more else None,
+                                         "results": objs[offset:offset + limit]})
+    return handler
+
+
+def paged_client(handler, **kw) -> Nautobot:
+    client = Nautobot("http://nb.example", "tok", **kw)
+    client._http = httpx.Client(base_url="http://nb.example/api/", transport=httpx.MockTransport(handler))
+    return client
+
+
+@pytest.mark.parametrize("workers", [1, 4])
+def test_paged_reads_are_complete_and_distinct_when_the_server_order_is_unstable(workers):
+    held = [{"id": f"{i:04d}"} for i in range(95)]
+    client = paged_client(paging_server(lambda endpoint, params: held), page=20, workers=workers)
+    ids = [o["id"] for o in client.list("ipam/ip-address-to-interface/", exclude_m2m="true")]
+    assert sorted(ids) == [o["id"] for o in held], "every object once: none repeated, none missed"
+    assert client.requests == 5
+
+
+def test_a_read_with_fewer_objects_than_counted_fails_loudly():
+    """A server that ignores sort=id still pages over an unstable order: publish must stop rather
+    than take the unseen objects for missing ones and post them again."""
+    held = [{"id": f"{i:04d}"} for i in range(95)]
+    client = paged_client(paging_server(lambda endpoint, params: held, honour_sort=False), page=20, workers=4)
+    with pytest.raises(NautobotError, match=r"GET ipam/ip-address-to-interface/: read \d+ distinct objects of the 95"):
+        client.list("ipam/ip-address-to-interface/")
+
+
+def rest_front(server: FakeNautobot, honour_sort: bool = True):
+    """FakeNautobot behind HTTP, paged like Nautobot (unstable order, see paging_server), so the
+    real client's paging is in the loop; an IP already on an interface is refused as Nautobot does."""
+    pages = paging_server(lambda endpoint, params: server.list(endpoint, **params), honour_sort)
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        endpoint = request.url.path.removeprefix("/api/")
+        if request.method == "GET":
+            return pages(request)
+        body = json.loads(request.content)
+        if request.method == "POST":
+            if endpoint == "ipam/ip-address-to-interface/":
+                held = {(a["ip_address"], a["interface"]) for a in server.db.get(endpoint, {}).values()}
+                if any((a["ip_address"], a["interface"]) in held for a in body):
+                    return httpx.Response(400, json=[{"non_field_errors": [
+                        "The fields interface, ip_address must make a unique set."]}])
+            return httpx.Response(201, json=server.create(endpoint, body))
+        if request.method == "PATCH":
+            return httpx.Response(200, json=server.update(endpoint, body))
+        server.delete(endpoint, [o["id"] for o in body])
+        return httpx.Response(204)
+    return handler
+
+
+def test_republish_over_many_pages_changes_nothing():
+    """The lab pod read back in pages of 20 (hundreds of interfaces, addresses and assignments over
+    many pages, pages read concurrently): the republish writes nothing. Before reads sorted by id,
+    assignments unseen in overlapping pages were posted again and Nautobot refused them (HTTP 400)."""
+    server = FakeNautobot()
+    lab = desired_objects(stack_layout("lab"))
+    with paged_client(rest_front(server), page=20, workers=4) as client:
+        sync(client, lab, apply=True)
+        assert len(server.db["ipam/ip-address-to-interface/"]) == lab.counts["ip_assignments"] > 20
+        server.writes.clear()
+        report = sync(client, lab, apply=True)
+    assert report.total == 0 and server.writes == [], report.counts()

@@ -85,25 +85,29 @@ class Nautobot:
         return int(self._call("GET", endpoint, params={**params, "limit": 1, "exclude_m2m": "true"}).json()["count"])
 
     def list(self, endpoint: str, **params) -> list[dict]:
-        """All objects, in the server's order: the first page gives the count, the others are
+        """All objects, each exactly once. Offset paging is sound only over a unique, stable order,
+        and Nautobot's default orders are neither (IP-address-to-interface has none; PostgreSQL may
+        then order each LIMIT/OFFSET query differently, so pages overlap and objects go unseen, and
+        an unseen object would be posted again). So reads sort by primary key (`sort=id`), pages
+        are de-duplicated by id, and a read with fewer distinct objects than the server counted
+        fails instead of passing for "not there". The first page gives the count; the others are
         fetched concurrently (up to `workers` at a time) when there are several."""
+        params = {"sort": "id", **params}
         get = lambda offset: self._call(  # noqa: E731
             "GET", endpoint, params={**params, "limit": self.page, "offset": offset}).json()
         first = get(0)
-        if not first.get("next"):
-            return first["results"]
         count = first.get("count")
-        if count is None or self.workers == 1:  # no count: follow the pages one by one
-            out, offset, body = list(first["results"]), 0, first
+        pages = [first]
+        if first.get("next") and (count is None or self.workers == 1):  # follow the pages one by one
+            offset, body = 0, first
             while body.get("next"):
                 offset += self.page
                 body = get(offset)
-                out += body["results"]
-            return out
-        offsets = range(self.page, count, self.page)
-        with ThreadPoolExecutor(self.workers) as pool:
-            pages = list(pool.map(get, offsets))
-        return [obj for body in (first, *pages) for obj in body["results"]]
+                pages.append(body)
+        elif first.get("next"):
+            with ThreadPoolExecutor(self.workers) as pool:
+                pages += pool.map(get, range(self.page, count, self.page))
+        return _distinct(endpoint, pages, count)
 
     def _chunks(self, items: list, size: int | None = None) -> Iterable[list]:
         size = size or self.chunk
@@ -132,3 +136,16 @@ class Nautobot:
     def delete(self, endpoint: str, ids: list[str]) -> None:
         for part in self._chunks(ids):
             self._call("DELETE", endpoint, json=[{"id": i} for i in part])
+
+
+def _distinct(endpoint: str, pages: list[dict], count: int | None) -> list[dict]:
+    """The pages' objects once each (by id, in page order), as many as the server counted."""
+    seen: dict[str, dict] = {}
+    for body in pages:
+        for obj in body["results"]:
+            seen.setdefault(obj["id"], obj)
+    if count is not None and len(seen) != count:
+        raise NautobotError(f"GET {endpoint}: read {len(seen)} distinct objects of the {count} the server counted "
+                            "(its paging skipped or repeated some, or objects changed during the read); "
+                            "nothing is compared against an incomplete read: run again")
+    return list(seen.values())
