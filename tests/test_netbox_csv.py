@@ -124,9 +124,16 @@ POWER_COLUMNS = {  # NetBox 4.x PowerPanelImportForm, PowerFeedImportForm, Power
     "15-power-panels.csv": ["site", "location", "name", "tags"],
     "16-power-feeds.csv": ["site", "power_panel", "location", "rack", "name", "status", "type", "supply", "phase",
                            "voltage", "amperage", "max_utilization", "tags"],
-    "17-power-ports.csv": ["device", "name", "maximum_draw", "allocated_draw", "tags"],
-    "18-power-outlets.csv": ["device", "name", "power_port", "tags"],
+    "17-power-ports.csv": ["device", "name", "type", "maximum_draw", "allocated_draw", "tags"],
+    "18-power-outlets.csv": ["device", "name", "type", "power_port", "tags"],
+    "19-power-cables.csv": ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type",
+                            "side_b_name", "status", "label", "tags"],
+    "20-feed-cables.csv": ["side_a_device", "side_a_type", "side_a_name", "side_b_site", "side_b_power_panel",
+                           "side_b_type", "side_b_name", "status", "label", "tags"],
 }
+# values of NetBox's (and Nautobot's) PowerPortTypeChoices / PowerOutletTypeChoices the plan uses
+PORT_TYPES = {"", "iec-60320-c20", "iec-60309-3p-n-e-6h", "iec-60309-3p-e-9h"}
+OUTLET_TYPES = {"", "iec-60320-c19"}
 
 
 def test_power_rows_name_existing_objects(tables):
@@ -148,3 +155,51 @@ def test_power_rows_name_existing_objects(tables):
     assert all(d in devices for d, _ in ports) and {(p, "input") for p in pdus} <= ports
     outlets = rows(tables, "18-power-outlets.csv")
     assert outlets and all((o["device"], o["power_port"]) in ports for o in outlets)
+
+
+def test_psus_are_cabled_to_outlets_of_their_racks_pdus(tables):
+    """Every node PSU plugs into an outlet of a PDU in its own rack, the first half on side A, the
+    rest on B; no outlet or PSU is used twice; an outlet a C20 inlet plugs into is a C19."""
+    devices = {r["name"]: r for r in rows(tables, "08-devices.csv")}
+    ports = {(r["device"], r["name"]): r for r in rows(tables, "17-power-ports.csv")}
+    outlets = {(r["device"], r["name"]): r for r in rows(tables, "18-power-outlets.csv")}
+    assert {p["type"] for p in ports.values()} <= PORT_TYPES and {o["type"] for o in outlets.values()} <= OUTLET_TYPES
+    psus = {k for k in ports if k[1].startswith("psu")}
+    cables = rows(tables, "19-power-cables.csv")
+    plugged = [(c["side_a_device"], c["side_a_name"]) for c in cables]
+    used = [(c["side_b_device"], c["side_b_name"]) for c in cables]
+    assert sorted(plugged) == sorted(psus), "every PSU cabled, once"
+    assert len(set(used)) == len(used) and set(used) <= set(outlets), "outlets exist and take one plug each"
+    per_node: dict[str, int] = {}
+    for node, _ in psus:
+        per_node[node] = per_node.get(node, 0) + 1
+    for c in cables:
+        assert (c["side_a_type"], c["side_b_type"]) == ("dcim.powerport", "dcim.poweroutlet")
+        node, psu, pdu = c["side_a_device"], c["side_a_name"], c["side_b_device"]
+        assert devices[pdu]["role"] == "pdu" and devices[pdu]["rack"] == devices[node]["rack"], c["label"]
+        side = "a" if int(psu.removeprefix("psu")) <= (per_node[node] + 1) // 2 else "b"
+        assert pdu.rsplit("-pdu-", 1)[1][0] == side, f"{node}:{psu} on {pdu}"
+        outlet = outlets[(pdu, c["side_b_name"])]
+        assert (outlet["type"] == "iec-60320-c19") == (ports[(node, psu)]["type"] == "iec-60320-c20")
+    assert all(o["type"] == "" for k, o in outlets.items() if k not in set(used)), "free outlets: type unknown"
+
+
+def test_pdu_inputs_are_cabled_to_their_feeds(tables):
+    site = rows(tables, "02-sites.csv")[0]["name"]
+    feeds = {(f["power_panel"], f["name"]): f for f in rows(tables, "16-power-feeds.csv")}
+    devices = {r["name"]: r for r in rows(tables, "08-devices.csv")}
+    ports = {(r["device"], r["name"]) for r in rows(tables, "17-power-ports.csv")}
+    cables = rows(tables, "20-feed-cables.csv")
+    assert sorted((c["side_b_power_panel"], c["side_b_name"]) for c in cables) == sorted(feeds), "each feed once"
+    for c in cables:
+        assert (c["side_a_type"], c["side_a_name"], c["side_b_type"], c["side_b_site"]) == (
+            "dcim.powerport", "input", "dcim.powerfeed", site)
+        assert (c["side_a_device"], "input") in ports
+        assert devices[c["side_a_device"]]["rack"] == feeds[(c["side_b_power_panel"], c["side_b_name"])]["rack"]
+
+
+def test_pdu_plug_follows_its_circuit():
+    from topology.publish.desired import pdu_inlet
+    assert pdu_inlet(415, 3) == "iec-60309-3p-n-e-6h"  # 240/415 V wye: 3P+N+E at 6 h
+    assert pdu_inlet(208, 3) == "iec-60309-3p-e-9h"  # 208 V delta (APC AP8886): 3P+E at 9 h
+    assert pdu_inlet(230, 1) == "" and pdu_inlet(480, 3) == ""

@@ -127,6 +127,7 @@ class PowerPort:
     name: str
     maximum_draw_w: int | None = None  # a PSU's rating; None for a PDU's input (beyond the field's range)
     allocated_draw_w: int | None = None  # the node's planned draw shared over its PSUs
+    type: str = ""  # plug/inlet (NetBox/Nautobot choice value); "" where the plan cannot say
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +135,7 @@ class PowerOutlet:
     device: str
     name: str
     power_port: str  # the PDU input that feeds it
+    type: str = ""  # a C19 where a PSU's C20 plugs in; "" for the outlets left free (the catalog names none)
 
 
 @dataclass(frozen=True)
@@ -145,12 +147,22 @@ class PowerCable:
 
 
 @dataclass(frozen=True)
+class PsuCable:
+    device: str  # a node
+    port: str  # its PSU: psu1..N
+    pdu: str
+    outlet: str
+    label: str
+
+
+@dataclass(frozen=True)
 class Power:
     panels: tuple[PowerPanel, ...] = ()
     feeds: tuple[PowerFeed, ...] = ()
     ports: tuple[PowerPort, ...] = ()
     outlets: tuple[PowerOutlet, ...] = ()
     cables: tuple[PowerCable, ...] = ()
+    psu_cables: tuple[PsuCable, ...] = ()  # NetBox CSVs only (not published to Nautobot)
 
     def templates(self, model_of: dict[str, str]) -> tuple[dict, dict]:
         """Ports and outlets per device type (the first device of each type), as device-type
@@ -330,17 +342,31 @@ def desired_objects(layout: Layout) -> Desired:
 
 
 PDU_INPUT = "input"
+C20_MAX_KW = 3.68  # IEC 60320 C20 inlet: 16 A, 3.68 kW at 230 V; a bigger PSU's inlet is left blank
+PSU_INLET, PSU_OUTLET = "iec-60320-c20", "iec-60320-c19"  # the C20 inlet and the PDU outlet it mates with
+
+
+def pdu_inlet(volts: int, phases: int) -> str:
+    """A three-phase PDU's IEC 60309 plug by its circuit's voltage (the plug's clock position):
+    3P+N+E at 6 h for 380-415 V, 3P+E at 9 h for 200-250 V (208 V delta); others left blank."""
+    if phases == 3 and 380 <= volts <= 415:
+        return "iec-60309-3p-n-e-6h"
+    if phases == 3 and 200 <= volts <= 250:
+        return "iec-60309-3p-e-9h"
+    return ""
 
 
 def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
     """Panels, A/B feeds, PDU inputs and outlets, node PSUs. Each PDU (<rack>-pdu-<suffix>) has its
-    own feed from its side's panel, rated as the PDU's circuit (catalog volts/amps/phases). The
-    plan splits a node's PSUs evenly over A and B but names no outlet for a PSU, so PSUs are
-    published uncabled."""
+    own feed from its side's panel, rated as the PDU's circuit (catalog volts/amps/phases). A node's
+    PSUs are split evenly over A and B (the first half on A); each side's PSUs in a rack take the
+    side's PDUs in turn, each PDU its outlets in order (a convention: the plan names no outlet)."""
     cat = load_catalog()
     row_of = {r.name: r.row for r in racks}
     panels: dict[str, PowerPanel] = {}
-    feeds, ports, outlets, cables = [], [], [], []
+    feeds, ports, cables = [], [], []
+    pdus: dict[tuple[str, str], list] = {}  # (rack, side) -> [(pdu name, outlet count)]
+    psus: dict[tuple[str, str], list] = {}  # (rack, side) -> [(node, psu)]
     for d in layout.devices:
         if d.role == "pdu" and d.model in cat.pdus and d.rack in row_of:
             pdu = cat.pdus[d.model]
@@ -351,14 +377,47 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
             feed = PowerFeed(f"{d.rack}-feed-{suffix}", panel.name, d.rack, side, pdu.volts, pdu.amps,
                              "three-phase" if pdu.phases == 3 else "single-phase")
             feeds.append(feed)
-            ports.append(PowerPort(d.name, PDU_INPUT))
-            outlets += [PowerOutlet(d.name, f"outlet{n}", PDU_INPUT) for n in range(1, pdu.outlets + 1)]
+            ports.append(PowerPort(d.name, PDU_INPUT, type=pdu_inlet(pdu.volts, pdu.phases)))
+            pdus.setdefault((d.rack, side), []).append((d.name, pdu.outlets))
             cables.append(PowerCable(feed.name, d.name, PDU_INPUT, f"PW-{feed.name}"))
         elif d.model in cat.nodes:
             node = cat.nodes[d.model]
             share = round(d.power_kw * 1000 / node.psus) if d.power_kw else None
-            ports += [PowerPort(d.name, f"psu{n}", round(node.psu_kw * 1000), share) for n in range(1, node.psus + 1)]
-    return Power(tuple(panels.values()), tuple(feeds), tuple(ports), tuple(outlets), tuple(cables))
+            inlet = PSU_INLET if node.psu_kw <= C20_MAX_KW else ""
+            for n in range(1, node.psus + 1):
+                ports.append(PowerPort(d.name, f"psu{n}", round(node.psu_kw * 1000), share, inlet))
+                if d.rack:
+                    psus.setdefault((d.rack, "a" if n <= -(-node.psus // 2) else "b"), []).append((d.name, f"psu{n}"))
+    psu_cables, used = _psu_outlets(pdus, psus)
+    kind = {p.device: p.type for p in ports if p.name.startswith("psu")}
+    outlets = [PowerOutlet(name, f"outlet{n}", PDU_INPUT,
+                           PSU_OUTLET if kind.get(used.get((name, f"outlet{n}"))) == PSU_INLET else "")
+               for names in pdus.values() for name, count in names for n in range(1, count + 1)]
+    order = {name: i for i, name in enumerate(d.name for d in layout.devices)}
+    outlets.sort(key=lambda o: order[o.device])  # the devices' order, as before the cabling
+    return Power(tuple(panels.values()), tuple(feeds), tuple(ports), tuple(outlets), tuple(cables),
+                 tuple(psu_cables))
+
+
+def _psu_outlets(pdus: dict, psus: dict) -> tuple[list[PsuCable], dict]:
+    """Each side's PSUs in a rack over that side's PDUs in turn, next free outlet on each; PSUs
+    beyond the outlets there are left uncabled (tests check the stacks' racks have room)."""
+    cables, used = [], {}
+    for (rack, side), plugs in psus.items():
+        boards = pdus.get((rack, side), [])
+        taken = [0] * len(boards)
+        for i, (node, psu) in enumerate(plugs):
+            if not boards:
+                break
+            k = i % len(boards)
+            name, count = boards[k]
+            if taken[k] == count:
+                continue
+            taken[k] += 1
+            outlet = f"outlet{taken[k]}"
+            used[(name, outlet)] = node
+            cables.append(PsuCable(node, psu, name, outlet, f"PW-{node}-{psu}"))
+    return cables, used
 
 
 def _cable_tags(lk, by_name) -> tuple[str, ...]:

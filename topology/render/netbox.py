@@ -107,10 +107,12 @@ def _table_makers(d: Desired) -> dict[str, Callable[[], str]]:
 
 
 def _power_table_makers(d: Desired) -> dict[str, Callable[[], str]]:
-    """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs. NetBox has
-    no import for device-type components, so ports and outlets are one row per device."""
+    """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs with their
+    plug types; PSU-to-outlet and PDU-to-feed cables. NetBox has no CSV import for device-type
+    components, so ports and outlets are one row per device."""
     site, p = d.site, d.power
     rack_row = {r.name: r.row for r in d.racks}
+    panel_of = {f.name: f.panel for f in p.feeds}
     return {
         "15-power-panels.csv": lambda: _csv(["site", "location", "name", "tags"],
                                     ((site, x.row, x.name, OWNER_TAG) for x in p.panels)),
@@ -120,11 +122,22 @@ def _power_table_makers(d: Desired) -> dict[str, Callable[[], str]]:
             ((site, f.panel, rack_row[f.rack], f.rack, f.name, "planned", "primary" if f.side == "a" else "redundant",
               "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in p.feeds),
         ),
-        "17-power-ports.csv": lambda: _csv(["device", "name", "maximum_draw", "allocated_draw", "tags"],
-                                   ((x.device, x.name, _blank(x.maximum_draw_w), _blank(x.allocated_draw_w), OWNER_TAG)
-                                    for x in p.ports)),
-        "18-power-outlets.csv": lambda: _csv(["device", "name", "power_port", "tags"],
-                                     ((o.device, o.name, o.power_port, OWNER_TAG) for o in p.outlets)),
+        "17-power-ports.csv": lambda: _csv(
+            ["device", "name", "type", "maximum_draw", "allocated_draw", "tags"],
+            ((x.device, x.name, x.type, _blank(x.maximum_draw_w), _blank(x.allocated_draw_w), OWNER_TAG)
+             for x in p.ports)),
+        "18-power-outlets.csv": lambda: _csv(["device", "name", "type", "power_port", "tags"],
+                                     ((o.device, o.name, o.type, o.power_port, OWNER_TAG) for o in p.outlets)),
+        "19-power-cables.csv": lambda: _csv(  # node PSU -> PDU outlet
+            ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "status",
+             "label", "tags"],
+            ((c.device, "dcim.powerport", c.port, c.pdu, "dcim.poweroutlet", c.outlet, "planned", c.label, OWNER_TAG)
+             for c in p.psu_cables)),
+        "20-feed-cables.csv": lambda: _csv(  # PDU input -> power feed: the feed is named by site and panel
+            ["side_a_device", "side_a_type", "side_a_name", "side_b_site", "side_b_power_panel", "side_b_type",
+             "side_b_name", "status", "label", "tags"],
+            ((c.device, "dcim.powerport", c.port, site, panel_of[c.feed], "dcim.powerfeed", c.feed, "planned", c.label,
+              OWNER_TAG) for c in p.cables)),
     }
 
 
