@@ -108,6 +108,7 @@ def main() -> None:
     ap.add_argument("--scalable-units", type=int, help="grow the stack's spec to this many SUs")
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--chunk", type=int, default=250)
+    ap.add_argument("--page", type=int, default=1000, help="objects per list page (small: reads over many pages)")
     args = ap.parse_args()
 
     t0 = time.monotonic()
@@ -129,7 +130,8 @@ def main() -> None:
         token = read_token(token_file)
         rates: dict[str, float] = {}
         for title in ("first publish", "republish (no change)"):
-            with Timed(url, token, workers=args.workers, chunk=args.chunk, close=args.lab_processes > 1) as client:
+            with Timed(url, token, workers=args.workers, chunk=args.chunk, page=args.page,
+                       close=args.lab_processes > 1) as client:
                 started = time.monotonic()
                 result = sync(client, desired, apply=True)
                 rates = report(title, client, time.monotonic() - started, result.total) or rates
