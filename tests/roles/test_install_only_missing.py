@@ -30,6 +30,9 @@ INSTALLS = {
     "fabric_telemetry": ("fabric_telemetry", "install.yml", "fabric_telemetry_family_packages",
                          ["Find missing packages (apt, dry run)", "Refresh the package index (apt)",
                           "Install Python and virtualenv support"]),
+    "rdma": ("rdma", "packages-inbox.yml", "rdma_family_inbox_packages", ["Install the inbox RDMA stack"]),
+    # its packages come from the versions list (templates/installs.json.j2), pinned when asked
+    "cuda_toolkit": ("cuda_toolkit", "packages.yml", None, ["Install the toolkit packages"]),
 }
 PACKAGE_MODULES = ("ansible.builtin.package", "ansible.builtin.apt", "ansible.builtin.dnf")
 DEBIAN = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12",
@@ -46,6 +49,9 @@ module.exit_json(changed=True, called_with=module.params)
 def _packages(key: str) -> list[str]:
     """The Debian package names the key's install task installs, as the role's vars files say."""
     role, _, var, _ = INSTALLS[key]
+    if var is None:  # cuda_toolkit: NVIDIA's cuda-toolkit-X-Y for each default version
+        versions = load(ROOT / "roles" / role / "defaults/main.yml")["cuda_toolkit_versions"]
+        return ["cuda-toolkit-" + v["version"].replace(".", "-") for v in versions]
     found = {**load(ROOT / "roles" / role / "vars/main.yml"), **load(ROOT / "roles" / role / "vars/Debian.yml")}[var]
     return found if isinstance(found, list) else [found]
 
@@ -80,8 +86,14 @@ def _site_pre_task() -> dict:
     return task
 
 
-def _installed(names) -> dict:
-    return {n: [{"name": n, "version": "1.0", "arch": "amd64", "source": "apt"}] for n in names}
+def _installed(names, version: str = "1.0") -> dict:
+    return {n: [{"name": n, "version": version, "arch": "amd64", "source": "apt"}] for n in names}
+
+
+# A toolkit pinned to a package version: installed at that version nothing runs; at another
+# version the install runs (with the pin) and reports the change.
+CUDA_PIN = "13.0.2-1"
+PINNED = {"cuda-pinned-same": CUDA_PIN, "cuda-pinned-other": "13.0.1-1"}
 
 
 def _run(tmp_path, check: bool):
@@ -96,6 +108,11 @@ def _run(tmp_path, check: bool):
     for key, gone in GONE.items():
         hosts[f"missing-{key}"] = {"node_facts": DEBIAN,
                                    "fresh_packages": _installed(p for p in EVERYTHING if p != gone)}
+    toolkit = _packages("cuda_toolkit")
+    for host, version in PINNED.items():
+        hosts[host] = {"node_facts": DEBIAN, "cuda_versions": [{"version": "13.0", "package_version": CUDA_PIN}],
+                       "fresh_packages": _installed(p for p in EVERYTHING if p not in toolkit)
+                       | _installed(toolkit, version)}
     # the node's facts (gathered, or from the cache), also under --check
     tasks = [{"name": "Node facts", "test_facts": {"facts": "{{ node_facts }}"}, "check_mode": False},
              _site_pre_task()]
@@ -103,6 +120,13 @@ def _run(tmp_path, check: bool):
         base = ROOT / "roles" / role
         tasks += [{"name": f"{role} vars {f}", "ansible.builtin.include_vars": str(base / f)}
                   for f in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml")]
+    # cuda_toolkit's install list, as its main.yml computes it (a host may pin a package version)
+    tasks += [{"name": "cuda_toolkit versions",
+               "ansible.builtin.set_fact": {
+                   "cuda_toolkit_versions": "{{ cuda_versions | default(cuda_toolkit_versions) }}"}},
+              {"name": "cuda_toolkit installs", "ansible.builtin.set_fact": {"cuda_toolkit_installs": (
+                  "{{ lookup('ansible.builtin.template', '%s') | from_json }}"
+                  % (ROOT / "roles/cuda_toolkit/templates/installs.json.j2"))}}]
     for key in INSTALLS:
         tasks += _install_tasks(key)
     return run_play(tmp_path, tasks, hosts, check=check)
@@ -118,7 +142,7 @@ def _ran(results: list[dict], key: str) -> list[str]:
 @pytest.mark.parametrize("check", [False, True], ids=["apply", "check"])
 def test_install_runs_only_for_a_missing_package(tmp_path, check):
     results = _run(tmp_path, check)
-    assert set(results) == {"all-present", "cached-only", "no-facts", *(f"missing-{k}" for k in INSTALLS)}
+    assert set(results) == {"all-present", "cached-only", "no-facts", *(f"missing-{k}" for k in INSTALLS), *PINNED}
     for host, res in results.items():
         assert not [r for r in res if r.get("failed")], (host, [r for r in res if r.get("failed")])
     for key, (_, _, _, names) in INSTALLS.items():
@@ -135,6 +159,15 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
         for other in INSTALLS:
             if GONE[key] not in _packages(other):
                 assert _ran(results[f"missing-{key}"], other) == [], (key, other)
+    # a pinned toolkit: at the pinned version nothing; at another version the pinned install
+    # runs (the package manager changes the version), under --check too
+    install = f"cuda_toolkit: {INSTALLS['cuda_toolkit'][3][-1]}"
+    assert _ran(results["cuda-pinned-same"], "cuda_toolkit") == []
+    ran = [r for r in results["cuda-pinned-other"] if r["task"] == install]
+    assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, ran
+    assert ran[0]["called_with"]["name"] == [f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit")]
+    for host in PINNED:
+        assert all(_ran(results[host], key) == [] for key in INSTALLS if key != "cuda_toolkit"), host
     # fabric_telemetry: the apt dry run still decides the install and the index refresh (never
     # under --check: a drift run does not touch the index)
     want = ["Find missing packages (apt, dry run)", "Install Python and virtualenv support"]
