@@ -179,6 +179,9 @@ def check_cables_buyable(layout) -> None:
                     assert shared == cat.switches[model].lanes.get(lk.speed_gbps, 1), (lk, dev)
                 if part in optics:
                     assert optics[part].use in ("any", "switch" if model in cat.switches else "host"), (lk, part)
+            known = [optics[p] for _, p, _ in ends if p in optics]
+            assert len({o.connector for o in known}) <= 1, lk  # an MPO DR4 never meets a duplex-LC FR4
+            assert all(o.splitter for o in known) or lk.cable_shared == 1, lk  # CWDM4 takes no splitter
             per = max((optics[p].connector_gbps for _, p, _ in ends if p in optics), default=lk.speed_gbps)
             want = (lk.speed_gbps // per, 1) if lk.speed_gbps >= per else (1, per // lk.speed_gbps)
             assert (lk.cable_count, lk.cable_shared) == want, lk

@@ -114,7 +114,11 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float, optica
         direct = lane is not None and min(a.ports_per_module, b.ports_per_module) == 1 and not optical_only
         optical = min(a.optical_lane, b.optical_lane)
         options = [m for m in cat.media if direct and m.media not in OPTICAL and m.lane_gbps == lane]
-        options += [m for m in cat.media if m.media in OPTICAL and m.lane_gbps == optical]
+        # a reach only switch optics have (FR4) where one serves each end at this speed (CWDM4
+        # takes no splitter, so a split cage's slower legs stay within DR4's reach)
+        options += [m for m in cat.media if m.media in OPTICAL and m.lane_gbps == optical and (
+            not m.switches_only or a.switch and b.switch
+            and all(optic_pair(cat, a, b, m.media, link.speed_gbps, optical, min(length, m.reach_m))))]
     for m in options:
         if length <= m.reach_m:
             return m.media
@@ -125,20 +129,37 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float, optica
     )
 
 
-def optic(cat: Catalog, end: End, media: str, speed: int, lane: int, length: float) -> Optic | None:
+def optic(cat: Catalog, end: End, media: str, speed: int, lane: int, length: float,
+          connector: str | None = None) -> Optic | None:
     """The transceiver for this end: a switch cage's module at the cage's speed, a host's at the
-    link's speed (or a faster module that runs it on a splitter leg), the first that reaches."""
+    link's speed (or a faster module that runs it on a splitter leg), the first that reaches
+    (with `connector`: the first of that connector)."""
     form = _plug_form(end, lane)
     for o in cat.optics:
         if o.form != form or o.media != media or o.use not in ("any", "switch" if end.switch else "host"):
             continue
-        if o.reach_m is not None and length > o.reach_m:
+        if (o.reach_m is not None and length > o.reach_m) or (connector and o.connector != connector):
+            continue
+        if speed < o.connector_gbps and not o.splitter:  # a slower link needs a splitter fibre
             continue
         if (end.switch and o.speed_gbps == end.native_gbps) or (
             not end.switch and (o.speed_gbps == speed or speed in o.also_gbps)
         ):
             return o
     return None
+
+
+def optic_pair(cat: Catalog, a: End, b: End, media: str, speed: int, lane: int,
+               length: float) -> tuple[Optic | None, Optic | None]:
+    """Both ends' transceivers on one optical interface (an MPO DR4 never meets a duplex-LC FR4):
+    the first connector both ends have a part for, else what each end has on its own."""
+    alone = (optic(cat, a, media, speed, lane, length), optic(cat, b, media, speed, lane, length))
+    for connector in dict.fromkeys(o.connector for o in alone if o):
+        pair = (optic(cat, a, media, speed, lane, length, connector),
+                optic(cat, b, media, speed, lane, length, connector))
+        if pair[0] and pair[1]:
+            return pair
+    return alone
 
 
 def fibre(
@@ -162,8 +183,7 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float, optical
     media = choose_media(cat, lk, end_a, end_b, length, optical_only)
     if media in OPTICAL:
         lane = min(end_a.optical_lane, end_b.optical_lane)
-        o_a = optic(cat, end_a, media, lk.speed_gbps, lane, length)
-        o_b = optic(cat, end_b, media, lk.speed_gbps, lane, length)
+        o_a, o_b = optic_pair(cat, end_a, end_b, media, lk.speed_gbps, lane, length)
         known = [o for o in (o_a, o_b) if o]
         connector = known[0].connector if known else "MPO-12"
         per_connector = max((o.connector_gbps for o in known), default=lk.speed_gbps)

@@ -188,6 +188,7 @@ class MediaOption(_Entry):
     media: str
     lane_gbps: int
     reach_m: float
+    switches_only: bool = False  # this reach only between two switch cages (FR4: no adapter part)
 
 
 class Optic(_Entry):
@@ -199,6 +200,7 @@ class Optic(_Entry):
     connectors: int = 1  # a twin-port module has two, one per port
     connector_gbps: int  # what one connector carries; a slower link rides a splitter fibre
     also_gbps: tuple[int, ...] = ()  # slower speeds it runs on a splitter leg
+    splitter: bool = True  # a slower link may ride a splitter fibre (not CWDM4: one fibre carries all lanes)
     reach_m: float | None = None  # its own reach where shorter than its media's
     part: str
     description: str
