@@ -174,3 +174,30 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
     if not check:
         want.insert(1, "Refresh the package index (apt)")
     assert _ran(results["missing-fabric_telemetry"], "fabric_telemetry") == want
+
+
+# nvidia_driver reads the installed packages itself (versions decide its pins and holds): with
+# site.yml's fresh read of this run that read is the same list (the roles before it only add
+# packages, none of its own), so it reads only when the role runs without one.
+READS = {"apt": ("repos-apt.yml", "Read the installed packages"),
+         "dnf": ("packages-dnf.yml", "Read the installed packages")}
+
+
+@pytest.mark.timeout(120)
+def test_nvidia_driver_reads_packages_only_without_a_fresh_read(tmp_path):
+    tasks = [{"name": "Node facts", "test_facts": {"facts": "{{ node_facts }}"}, "check_mode": False}, _site_pre_task()]
+    for family, (file, name) in READS.items():
+        task = copy.deepcopy(next(t for t in load(ROOT / "roles/nvidia_driver/tasks" / file) if t.get("name") == name))
+        task.pop("ansible.builtin.package_facts")
+        task["test_facts"] = {"facts": {"packages": {"re-read": [{"version": "1"}]}}}
+        task["name"] = f"{family}: {name}"
+        tasks.append(task)
+    results = run_play(tmp_path, tasks, {
+        "fresh": {"node_facts": DEBIAN, "fresh_packages": _installed(["nvidia-driver"])},
+        "cached-only": {"node_facts": dict(DEBIAN, packages=_installed(["nvidia-driver"]))},
+        "no-facts": {"node_facts": DEBIAN}})
+    for family in READS:
+        ran = {host: [r for r in res if r["task"].startswith(f"{family}: ") and not r.get("skipped")]
+               for host, res in results.items()}
+        assert ran["fresh"] == [], family
+        assert ran["cached-only"] and ran["no-facts"], family
