@@ -7,6 +7,9 @@ themselves for templates that lay them out their own way.
 
 The cable ID is positional like every other name: the tier's code and the link's slot in the
 end state (OOB cables: the OOB switch port they land on), so growing the pod relabels nothing.
+A link of several fibres (an 800G twin-port link: one MPO-12/APC per 400G engine) gets a label
+pair per fibre, `<id>.1`, `<id>.2`, its port text ending `fibre 1/2`; border uplinks are labelled
+too, their far end the site's routers (`site-border`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ TIER_CODE = {
     "device-oob": "OB",
     "oob-agg": "OA",
     "oob-uplink": "OU",
+    "border": "BR",
 }
 
 
@@ -43,11 +47,13 @@ class CableLabel:
     b_rack: str
     b_unit: str
 
-    def end_text(self, near: str) -> tuple[str, str]:
-        """Line 1: this end (rack, unit, device, port); line 2: the far end."""
+    def end_text(self, near: str, fibre: str = "") -> tuple[str, str]:
+        """Line 1: this end (rack, unit, device, port); line 2: the far end; `fibre`: which of
+        the link's fibres ("1/2"), at both."""
         lk = self.link
-        here = (self.a_rack, self.a_unit, lk.a_device, lk.a_port)
-        there = (self.b_rack, self.b_unit, lk.b_device, lk.b_port)
+        suffix = f" fibre {fibre}" if fibre else ""
+        here = (self.a_rack, self.a_unit, lk.a_device, lk.a_port + suffix)
+        there = (self.b_rack, self.b_unit, lk.b_device, lk.b_port + suffix)
         if near == "b":
             here, there = there, here
         return _place(*here), "to " + _place(*there)
@@ -77,17 +83,21 @@ def tiers_numbered_uniquely(layout: Layout) -> set[str]:
     return {lk.tier for lk in layout.links} - shared
 
 
-def cable_labels(layout: Layout) -> list[CableLabel]:
+def cable_labels(layout: Layout, border: bool = False) -> list[CableLabel]:
+    """A label per link; `border`: the border uplinks too (numbered by slot, unique per pod)."""
     by_name = layout.by_name
-    numbered = tiers_numbered_uniquely(layout)
+    numbered = tiers_numbered_uniquely(layout) | {"border"}
 
     def where(name: str) -> tuple[str, str]:
-        d = by_name[name]
+        d = by_name.get(name)
+        if d is None:  # the site's border routers: no device of the plan
+            return name, ""
         return d.rack or "", f"U{d.rack_unit:02d}" if d.rack_unit else ""
 
+    links = (*layout.links, *layout.border_links) if border else layout.links
     return [
         CableLabel(cable_id(lk, lk.tier in numbered), lk, *where(lk.a_device), *where(lk.b_device))
-        for lk in layout.links
+        for lk in links
     ]
 
 
@@ -109,16 +119,24 @@ HEADER = [
     "media",
     "length_class",
     "speed_gbps",
+    "fibre",
+    "fibres",
 ]
 
 
 def labels_csv(layout: Layout) -> str:
-    def row(c: CableLabel):
+    def rows(c: CableLabel):
+        n = c.link.cable_count  # fibres of this link (a splitter's leg: its own, one)
+        for k in range(1, n + 1):
+            yield row(c, k, n)
+
+    def row(c: CableLabel, k: int, n: int):
         lk = c.link
+        fibre = f"{k}/{n}" if n > 1 else ""
         return (
-            c.cable_id,
-            *c.end_text("a"),
-            *c.end_text("b"),
+            f"{c.cable_id}.{k}" if n > 1 else c.cable_id,
+            *c.end_text("a", fibre),
+            *c.end_text("b", fibre),
             c.a_rack,
             c.a_unit,
             lk.a_device,
@@ -131,6 +149,8 @@ def labels_csv(layout: Layout) -> str:
             lk.media,
             lk.length_class,
             lk.speed_gbps,
+            k,
+            n,
         )
 
-    return _csv(HEADER, (row(c) for c in cable_labels(layout)))
+    return _csv(HEADER, (r for c in cable_labels(layout, border=True) for r in rows(c)))
