@@ -177,9 +177,10 @@ def test_8k_fabric_is_aggregated_and_the_report_stays_small():
 def test_bom_cables_add_up_to_the_cabling_plan(stack):
     layout = stack_layout(stack)
     lines = rows(bom_csv(layout))
-    # every link's cable is on the BOM: one per link, a breakout splitter once for the links it serves
+    # every link's cable is on the BOM (border uplinks too): one per link, a breakout splitter once
+    # for the links it serves
     cables = Counter()
-    for lk in layout.links:
+    for lk in (*layout.links, *layout.border_links):
         cables[(lk.cable_part, lk.length_class)] += lk.cable_count / lk.cable_shared
     bom_cables = {(r["part"], r["length_class"]): int(r["quantity"]) for r in lines if r["category"] == "cable"}
     assert bom_cables == {k: ceil(v - 1e-9) for k, v in cables.items()}
@@ -189,6 +190,8 @@ def test_bom_cables_add_up_to_the_cabling_plan(stack):
         if lk.media in ("MMF", "SMF"):
             optics[(lk.a_part, lk.length_class)] += 1 / lk.a_shared
             optics[(lk.b_part, lk.length_class)] += 1 / lk.b_shared
+    for lk in layout.border_links:  # the core's end; the site orders its router's optic
+        optics[(lk.a_part, lk.length_class)] += 1
     assert {(r["part"], r["length_class"]): int(r["quantity"]) for r in lines if r["category"] == "transceiver"} \
         == {k: ceil(v - 1e-9) for k, v in optics.items()}
     gear = Counter(d.model for d in layout.devices)

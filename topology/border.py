@@ -11,17 +11,21 @@ a /31 each from `addressing.border` (site end .0, core .1), eBGP to `addressing.
 Ports are positional: whole free cages of each core from the top down, below the cages its mgmt
 nodes, peer links and OOB uplinks hold, above the cages the end state's switch (two tiers) or
 spine (three tiers) links reserve, so growing the pod moves none of them. The far end is the
-site's equipment (`site-border`, port `handoffN`), no device of the plan; for cabling the site's
-end is taken at the head of the first core's row (its run beyond that is the site's).
+site's equipment (`site-border`, port `handoffN`), no device of the plan. Each border uplink is
+a cable like any other (length class `border`): its run is `management.inband.border_run_m`, else
+from the core to the head of its row (the site's run beyond that is theirs), rounded up to a stock
+length; always optics, one module in the core's cage (a border uplink has its cage to itself);
+the site's end is named as a cage like the core's, but its router's optic is the site's to order.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from math import ceil
 
 from netaddr.strategy.ipv4 import int_to_str
 
-from topology.cabling import with_cables
+from topology.cabling import end_of, parts, run_length, stock_length
 from topology.catalog import Catalog
 from topology.errors import SpecError
 from topology.inband import size_inband
@@ -88,16 +92,27 @@ def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: li
 
 def border_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device],
                   racks: list[Rack]) -> list[Link]:
-    """Length, media and parts as for any cable, the site's end at the head of the core's row
-    (a cage like the core's: the site orders the optic that matches)."""
+    """Length, media and parts of each border uplink: the spec's run, else the core to the head
+    of its row; optics only (the site's router takes the optic the site orders to match)."""
     if not links:
         return []
     by_name = {d.name: d for d in devices}
-    core = by_name[links[0].a_device]
-    row = next(r for r in racks if r.name == core.rack).row
-    site_rack = Rack(SITE_BORDER, row, 0, "site", None, 0.0, 0.0, 0.0, 0.0, "", 0)
-    site = Device(SITE_BORDER, "site_border", core.model, rack=SITE_BORDER)
-    return with_cables(spec, cat, links, [*devices, site], [*racks, site_rack])
+    pos = {r.name: (r.row, r.position) for r in racks}
+    run = spec.management.inband.border_run_m
+    out = []
+    for lk in links:
+        core = by_name[lk.a_device]
+        site = Device(SITE_BORDER, "site_border", core.model, rack=SITE_BORDER)
+        if run is None:  # the site's end at position 0 of the core's row
+            length = run_length(spec, core, site, {core.rack: pos[core.rack], SITE_BORDER: (pos[core.rack][0], 0)})
+        else:
+            length = stock_length(run)
+        end_core, end_site = end_of(cat, core, lk), end_of(cat, site, lk)
+        end_core = replace(end_core, ports_per_module=1)  # its cage holds this uplink alone
+        c = parts(cat, lk, end_core, end_site, length, optical_only=True)
+        out.append(replace(lk, length_class=TIER, media=c.media, length_m=length, a_part=c.a_part, b_part=c.b_part,
+                           cable_part=c.cable, a_shared=1, b_shared=1, cable_count=c.count, cable_shared=c.shared))
+    return out
 
 
 def border_addresses(spec: PodSpec, links: list[Link]) -> list[Address]:

@@ -125,6 +125,11 @@ class Inband(_Spec):
         "of NVIDIA's RAs) to the site's border routers (`site-border` in cabling.csv), a /31 each from "
         "addressing.border, eBGP to addressing.border_asn; 0: none",
     )
+    border_run_m: Annotated[float, Field(gt=0, le=2000)] | None = Field(
+        None,
+        description="cable run from each in-band core to the site's border routers (rounded up to a stock "
+        "length); unset: to the head of the core's row, where the site's own run takes over",
+    )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
     _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))

@@ -4,6 +4,7 @@ Gear is counted by catalog model; cables by the part cabling.csv names (a breako
 once for the links it serves); transceivers at each optical end, one module per breakout cage
 (AOCs and DACs carry their own ends). Spares (`spares_percent`) are added to cables and transceivers only,
 rounded up per line: they are what a cabling crew breaks or loses, not what a pod is sized by.
+Border uplinks count as cables with the in-band core's optic; the site's router end is the site's.
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from topology.model import Layout
 from topology.render.tables import _csv
 
 CATEGORY_ORDER = ("node", "switch", "server", "pdu", "cdu", "transceiver", "cable")
-LENGTH_ORDER = {"in_rack": 0, "same_row": 1, "cross_row": 2, "": 3}
+LENGTH_ORDER = {"in_rack": 0, "same_row": 1, "cross_row": 2, "border": 3, "": 4}
 # what a length class means when ordering: the longest run a cable of that class must cover
-LENGTH_NOTE = {"in_rack": "up to 3 m", "same_row": "up to 30 m", "cross_row": "up to 100 m (structured fiber)"}
+LENGTH_NOTE = {"in_rack": "up to 3 m", "same_row": "up to 30 m", "cross_row": "up to 100 m (structured fiber)",
+               "border": "in-band cores to the site's border routers (management.inband.border_run_m)"}
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,10 @@ def bom_lines(layout: Layout) -> list[BomLine]:
         if lk.media in OPTICAL:
             optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
             optic_ends[(lk.b_part, lk.length_class, lk.b_shared)] += 1
+    for lk in layout.border_links:  # the site orders its router's optic: only the core's end is ours
+        cables[(lk.cable_part, lk.length_class, lk.cable_shared)] += lk.cable_count
+        if lk.media in OPTICAL:
+            optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
     for (part, length, shared), legs in sorted(cables.items()):
         n = ceil(legs / shared)
         what = f"{legs} links on {n} breakout cables" if shared > 1 else f"{n} cables"
