@@ -57,7 +57,7 @@ def test_sn5400_is_qsfp_dd_at_50g_lanes_and_meets_connectx7_over_optics():
     layout = stack_layout("roce-1k")
     node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf"]
     assert {lk.media for lk in node_leaf} <= {"MMF", "SMF"}
-    assert {lk.b_part for lk in node_leaf} <= {"generic-400G-SR4-QSFP-DD", "generic-400G-DR4-QSFP-DD"}
+    assert {lk.b_part for lk in node_leaf} <= {"generic-400G-SR4-QSFP-DD", "MMS1V00-WM"}
     # 200G storage ports: 4 x 50G, which ConnectX-7 also runs, so a splitter DAC fits in reach
     storage = [lk for lk in layout.links if lk.tier in ("node-storage_leaf", "server-storage_leaf")]
     assert all(lk.media in ("DAC", "MMF", "SMF") for lk in storage)

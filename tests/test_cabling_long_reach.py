@@ -79,3 +79,14 @@ def test_split_switch_legs_past_dr4_reach_are_refused():
     with pytest.raises(SpecError) as e:
         parts(cat, lk, _ends("sn5600", 4), _ends("sn5600", 4), 600)
     assert e.value.field == "racks.row_pitch_m" and "(500" in e.value.rule
+
+
+def test_sn5400_single_mode_is_nvidias_qsfp_dd_dr4():
+    # NVIDIA documents MMS1V00-WM as its 400GBASE-DR4 QSFP-DD (1310 nm, MPO, 500 m) for 400GbE
+    # PAM4 QSFP-DD (8 x 50G) cages; no NVIDIA QSFP-DD SR4 or FR4 part is documented (its QSFP-DD
+    # multimode part is SR8 on MPO-16, which no ConnectX-7 SR4 meets): those stay generic
+    cat = catalog.load()
+    lk = Link("node", "p", "leaf", "swp1", "compute", "node-leaf", 400)
+    dr4 = parts(cat, lk, End("OSFP", 100, 400, 1), _ends("sn5400"), 80)
+    assert (dr4.media, dr4.a_part, dr4.b_part) == ("SMF", "MMS4X00-NS400", "MMS1V00-WM")
+    assert parts(cat, lk, End("OSFP", 100, 400, 1), _ends("sn5400"), 30).b_part == "generic-400G-SR4-QSFP-DD"
