@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from topology.build import build  # noqa: E402
 from topology.errors import SpecError  # noqa: E402
+from topology.gc_tuning import collect_less_while_planning  # noqa: E402
 from topology.render.artifacts import iter_artifacts  # noqa: E402
 from topology.spec import parse  # noqa: E402
 
@@ -68,6 +69,7 @@ def _cpu() -> float:
 def one(label: str) -> dict:
     """One case in this process: build, then the streamed render; figures as a dict."""
     spec = parse(dict(CASES)[label])
+    collect_less_while_planning()  # as `superpod plan` does (topology/cli.py layout_of)
     c0, t0 = _cpu(), time.perf_counter()
     try:
         layout = build(spec)

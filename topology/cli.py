@@ -14,6 +14,7 @@ from rich.text import Text
 
 from topology.build import build
 from topology.errors import SpecError, SpecErrors, plain
+from topology.gc_tuning import collect_less_while_planning
 from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
@@ -66,6 +67,7 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
 
 
 def layout_of(pod: PodSpec):
+    collect_less_while_planning()  # a quarter of a big plan's CPU was the collector (gc_tuning.py)
     try:
         return build(pod)
     except SpecError as e:
