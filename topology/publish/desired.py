@@ -52,7 +52,7 @@ class DeviceType:
     u_height: int
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class Device:
     name: str
     role: str
@@ -63,7 +63,7 @@ class Device:
     tags: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class Interface:
     device: str
     name: str
@@ -72,7 +72,7 @@ class Interface:
     mgmt_only: bool = False
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class Cable:
     a_device: str
     a_interface: str
@@ -88,14 +88,14 @@ class Cable:
         return frozenset({(self.a_device, self.a_interface), (self.b_device, self.b_interface)})
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class Prefix:
     prefix: str
     pool: str
     kind: str  # container (a pool) or network
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class IpAddress:
     address: str  # with prefix length
     pool: str
@@ -121,7 +121,7 @@ class PowerFeed:
     max_utilization: int = 80  # continuous-load limit (NEC 210.19/210.20), as racks.py sizes the feeds
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class PowerPort:
     device: str
     name: str
@@ -130,7 +130,7 @@ class PowerPort:
     type: str = ""  # plug/inlet (NetBox/Nautobot choice value); "" where the plan cannot say
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: made by the hundred thousand (model.py)
 class PowerOutlet:
     device: str
     name: str
