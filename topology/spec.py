@@ -232,9 +232,15 @@ class Addressing(_Spec):
         None, ge=1, le=4294967295,
         description="the site border routers' ASN (remote-as of the border sessions); unset: `remote-as external`",
     )
+    site_routes: list[str] = Field(
+        ["0.0.0.0/0"], min_length=1,
+        description="what the in-band cores accept from the site's border routers: the default route, or the "
+        "site's summaries (they announce only the pod's management summaries back)",
+    )
 
     _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage", "border")(
         lambda v: _network(v))
+    _site = field_validator("site_routes")(lambda v: [_network(n) for n in v])
 
     # Field validators (not a model validator) so an error names the field to change; fields
     # validate in declaration order, so asn_last sees asn_first and asn_public sees both.

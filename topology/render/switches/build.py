@@ -119,7 +119,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         bgp = None
         if d.role == "inband_core" and d.name in asn:  # the pod's border (topology/border.py)
             nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn)
-            bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob))
+            bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob),
+                                      tuple(spec.addressing.site_routes))
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
             aggs = sections.aggregates(subnets, host_space)

@@ -7,7 +7,10 @@ learns them through zebra, so this file holds routing only and works on any port
 from __future__ import annotations
 
 from topology.render.files import GENERATED
-from topology.render.switches.intent import SwitchIntent
+from topology.render.switches.intent import BorderPolicy, SwitchIntent
+
+# the in-band cores' border policy (topology/border.py): names shared with the NVUE renderer
+SITE_IN, POD_OUT, BORDER_IN, BORDER_OUT = "SITE-IN", "POD-OUT", "BORDER-IN", "BORDER-OUT"
 
 
 def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
@@ -53,6 +56,25 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines.append("  neighbor FABRIC activate")
     if b.unnumbered:
         lines.append("  neighbor FABRIC capability extended-nexthop")
+    if b.border:
+        for n in b.neighbors:
+            peer = port_name(n.interface) if b.unnumbered else n.address
+            lines += [f"  neighbor {peer} route-map {BORDER_IN} in", f"  neighbor {peer} route-map {BORDER_OUT} out"]
     lines.append(f"  maximum-paths {b.max_paths}")
     lines += [" exit-address-family", "exit", "!"]
+    if b.border:
+        lines += _border_policy(b.border)
     return "\n".join(lines) + "\n"
+
+
+def _border_policy(policy: BorderPolicy) -> list[str]:
+    """Prefix lists and route maps of the border sessions: the site's routes in, the summaries out
+    (a core holding no management subnet announces nothing)."""
+    lines = [f"ip prefix-list {SITE_IN} seq {10 * (i + 1)} permit {p}" for i, p in enumerate(policy.accept)]
+    lines += [f"ip prefix-list {POD_OUT} seq {10 * (i + 1)} permit {p}" for i, p in enumerate(policy.announce)]
+    lines += ["!", f"route-map {BORDER_IN} permit 10", f" match ip address prefix-list {SITE_IN}", "exit", "!"]
+    if policy.announce:
+        lines += [f"route-map {BORDER_OUT} permit 10", f" match ip address prefix-list {POD_OUT}", "exit", "!"]
+    else:
+        lines += [f"route-map {BORDER_OUT} deny 10", "exit", "!"]
+    return lines

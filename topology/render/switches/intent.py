@@ -72,6 +72,14 @@ class Neighbor:
 
 
 @dataclass(frozen=True, slots=True)
+class BorderPolicy:
+    """The in-band cores' policy toward the site's border routers (every neighbor of a core is one)."""
+
+    accept: tuple[str, ...]  # taken in: the site's default route (addressing.site_routes)
+    announce: tuple[str, ...]  # let out: the pod's management summaries, nothing learned from the site
+
+
+@dataclass(frozen=True, slots=True)
 class Bgp:
     asn: int
     router_id: str
@@ -80,6 +88,7 @@ class Bgp:
     aggregates: tuple[str, ...]  # summaries announced instead of those subnets (summary-only)
     unnumbered: bool = False
     max_paths: int = 64  # ECMP width cap; the fabric's real width is its uplink count
+    border: BorderPolicy | None = None  # route maps on every session (the in-band cores' border)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,8 @@ import functools
 import re
 
 from topology.render.files import GENERATED
-from topology.render.switches.intent import Port, Qos, SwitchIntent
+from topology.render.switches.frr import BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
+from topology.render.switches.intent import BorderPolicy, Port, Qos, SwitchIntent
 
 
 def _speed(gbps: int) -> str:
@@ -106,6 +107,10 @@ def _bgp(sw: SwitchIntent) -> dict:
             neighbors[n.interface] = {"type": "unnumbered", "remote-as": "external", "description": n.peer}
         else:
             neighbors[n.address] = {"type": "numbered", "remote-as": n.remote_as, "description": n.peer}
+        if b.border:
+            policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
+            neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
+                "ipv4-unicast": {"policy": policy}}
     ipv4 = {
         "enable": "on",
         "multipaths": {"ebgp": b.max_paths},
@@ -124,6 +129,24 @@ def _bgp(sw: SwitchIntent) -> dict:
             }
         }
     }
+
+
+def _border_policy(p: BorderPolicy) -> dict:
+    """`router policy` of the border sessions (as frr.py renders them): the site's routes in, the
+    pod's summaries out, nothing when the core holds no management subnet."""
+    def plist(prefixes: tuple[str, ...]) -> dict:
+        return {"rule": {str(10 * (i + 1)): {"action": "permit", "match": {pfx: {}}} for i, pfx in enumerate(prefixes)}}
+
+    def rmap(plist_name: str | None) -> dict:
+        if plist_name is None:
+            return {"rule": {"10": {"action": {"deny": {}}}}}
+        return {"rule": {"10": {"action": {"permit": {}}, "match": {"type": "ipv4", "ip-prefix-list": plist_name}}}}
+
+    lists = {SITE_IN: plist(p.accept)}
+    if p.announce:
+        lists[POD_OUT] = plist(p.announce)
+    return {"prefix-list": lists,
+            "route-map": {BORDER_IN: rmap(SITE_IN), BORDER_OUT: rmap(POD_OUT if p.announce else None)}}
 
 
 def _qos(q: Qos) -> dict:
@@ -171,6 +194,8 @@ def render_nvue(sw: SwitchIntent) -> str:
         body.update(_pairing(sw))
     if sw.bgp:
         body["router"] = {"bgp": {"enable": "on", "autonomous-system": sw.bgp.asn, "router-id": sw.bgp.router_id}}
+        if sw.bgp.border:
+            body["router"]["policy"] = _border_policy(sw.bgp.border)
     vrf: dict = {}
     if sw.bgp:
         vrf["default"] = _bgp(sw)

@@ -12,7 +12,7 @@ import netaddr
 
 from topology.catalog import SwitchModel
 from topology.model import Address, Link
-from topology.render.switches.intent import Bgp, Breakout, Mgmt, Neighbor, Port, Svi
+from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
 
 LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
 STORAGE_VLAN = 200
@@ -203,14 +203,17 @@ def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn:
     return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
 
 
-def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], summaries: tuple[str, ...]) -> Bgp:
+def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], summaries: tuple[str, ...],
+               site_routes: tuple[str, ...] = ("0.0.0.0/0",)) -> Bgp:
     """Originates the management subnets this core holds (its in-band SVIs, its OOB /31s) and
     announces the pod's management pools to the site as summaries (NVIDIA's north-south design:
-    aggregate summary routes toward the edge); router-id: its first border address."""
+    aggregate summary routes toward the edge), nothing else; takes in only `site_routes` (the
+    site's default route); router-id: its first border address."""
     held = sorted({a.network for a in own.values() if not a.interface.endswith("-v0") and (
         a.pool == "inband" or _oob_p2p(a))}, key=network)  # not eth0's rack subnet: that is the mgmt VRF's
     router_id = min((a.address.split("/")[0] for a in own.values() if a.pool == "border"), key=netaddr.IPAddress)
-    return Bgp(asn, router_id, nbrs, tuple(held), summaries if held else ())
+    aggregates = summaries if held else ()
+    return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), aggregates))
 
 
 def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
