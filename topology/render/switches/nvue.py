@@ -49,10 +49,11 @@ class _PortBlock:
 
     def write(self, pad: str, out: list[str]) -> None:
         p = self.port
-        out.append(f"{pad}type: swp\n{pad}description: {_scalar(p.peer)}\n{pad}link:\n{pad}  mtu: {_scalar(p.mtu)}\n"
-                   f"{pad}  speed: {_scalar(_speed(p.speed_gbps))}\n{pad}  state:\n{pad}    up: {{}}\n")
+        # peer and address are the port's own: written without the memo, which they would only churn
+        out.append(f"{pad}type: swp\n{pad}description: {_plain_or_quoted(p.peer)}\n")
+        out.append(_link_lines(pad, p.mtu, p.speed_gbps))
         if p.address:
-            out.append(f"{pad}ip:\n{pad}  address:\n{pad}    {_scalar(p.address)}: {{}}\n")
+            out.append(f"{pad}ip:\n{pad}  address:\n{pad}    {_plain_or_quoted(p.address)}: {{}}\n")
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")
@@ -221,14 +222,22 @@ _PLAIN = re.compile(r"^[A-Za-z_][\w./:-]*$|^[0-9]+(\.[0-9]+){3}(/[0-9]+)?$|^[0-9
 _YAML_WORDS = {"on", "off", "yes", "no", "true", "false", "null", "y", "n", "~"}
 
 
-@functools.lru_cache(maxsize=1 << 16, typed=True)  # typed: True == 1 as a key
-def _scalar(v) -> str:
+def _plain_or_quoted(v) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
         return str(v)
     v = str(v)
     return v if _PLAIN.match(v) and v.lower() not in _YAML_WORDS else "'" + v.replace("'", "''") + "'"
+
+
+_scalar = functools.lru_cache(maxsize=1 << 16, typed=True)(_plain_or_quoted)  # typed: True == 1 as a key
+
+
+@functools.lru_cache(maxsize=256)  # a few (indent, mtu, speed) shapes serve every port of the pod
+def _link_lines(pad: str, mtu: int, speed_gbps: int) -> str:
+    return (f"{pad}link:\n{pad}  mtu: {_scalar(mtu)}\n{pad}  speed: {_scalar(_speed(speed_gbps))}\n"
+            f"{pad}  state:\n{pad}    up: {{}}\n")
 
 
 def _emit(node: dict, pad: str, out: list[str]) -> None:

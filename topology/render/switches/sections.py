@@ -9,6 +9,7 @@ import socket
 from typing import NamedTuple
 
 import netaddr
+from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
 from topology.model import Address, Link
@@ -174,11 +175,36 @@ def aggregates(own: list[str], space: HostSpace) -> tuple[str, ...]:
     nobody else's addresses (the plan aligns each leaf's block), else the exact merge."""
     if not own:
         return ()
+    bounds = [_bounds(n) for n in own]
+    if all(b.__class__ is _Bounds for b in bounds):  # IPv4: integers, not an IPNetwork per /31 (100k at 100k GPUs)
+        first, plen = _spanning(bounds)
+        span = _Bounds(first, first | ((1 << (32 - plen)) - 1))
+        if not space.holds_other(span, _merged(bounds)):
+            return (f"{int_to_str(first)}/{plen}",)
     nets = [network(n) for n in own]
     span = nets[0].cidr if len(nets) == 1 else netaddr.spanning_cidr(nets)
     if not space.holds_other(span, _merged(nets)):
         return (str(span),)
     return tuple(str(n) for n in netaddr.cidr_merge(nets))
+
+
+def _prefix_len(b: _Bounds) -> int:
+    return 32 - (b.last - b.first).bit_length()
+
+
+def _spanning(bounds: list[_Bounds]) -> tuple[int, int]:
+    """(first address, prefix length) of netaddr.spanning_cidr over IPv4 subnets, step for step:
+    from the highest subnet (by first address, then the smaller subnet), widen until the lowest
+    subnet's first address is inside."""
+    if len(bounds) == 1:
+        return bounds[0].first, _prefix_len(bounds[0])
+    order = lambda b: (b.first, _prefix_len(b))  # noqa: E731 (netaddr's sort key, host bits always 0 here)
+    lowest, highest = min(bounds, key=order), max(bounds, key=order)
+    ipnum, plen = highest.last, _prefix_len(highest)
+    while plen > 0 and ipnum > lowest.first:
+        plen -= 1
+        ipnum &= -(1 << (32 - plen))
+    return ipnum, plen
 
 
 def bgp(
