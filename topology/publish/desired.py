@@ -297,13 +297,11 @@ def desired_objects(layout: Layout) -> Desired:
     del names, speeds, mgmt, ib_ports  # hundreds of thousands of port keys at 100k GPUs: gone before the cables
 
     numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
-    labels = {(lk.a_device, lk.a_port): cable_id(lk, lk.tier in numbered) for lk in layout.links}
     cables = tuple(
         Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"), lk.length_m,
-              labels[(lk.a_device, lk.a_port)], _cable_tags(lk, by_name))
+              cable_id(lk, lk.tier in numbered), _cable_tags(lk, by_name))
         for lk in layout.links
     )
-    del labels
 
     pools = {k: v for k, v in spec.addressing.model_dump().items() if isinstance(v, str) and "/" in v}
     prefixes = [Prefix(str(IPNetwork(net).cidr), pool, "container") for pool, net in pools.items()]

@@ -38,7 +38,7 @@ TIER_CODE = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per cable (topology/model.py)
 class CableLabel:
     cable_id: str
     link: Link
