@@ -77,17 +77,6 @@ def wait_booted(name: str) -> None:
     raise RuntimeError(f"{name}: systemd did not finish booting (state {state!r})")
 
 
-# Throwaway test containers only: dpkg unpacks without fsync, as Debian's own docker images do
-# (their /etc/dpkg/dpkg.cfg.d/docker-apt-speedup). Packages still install for real; the nvidia
-# driver's set installs in about half the time (docs/operations.md). Written after boot, not in
-# molecule/image/ (a change there rebuilds the image); molecule/prepare.yml writes the same file.
-DPKG_SPEEDUP_FILE = "/etc/dpkg/dpkg.cfg.d/90superpod-unsafe-io"
-DPKG_SPEEDUP = "force-unsafe-io"
-
-
-def speed_up_dpkg(name: str) -> None:
-    docker("exec", name, "sh", "-c", f"echo {DPKG_SPEEDUP} > {DPKG_SPEEDUP_FILE}")
-
 
 
 class LabPod:
@@ -109,8 +98,6 @@ class LabPod:
                    "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", image, "/sbin/init")
         with ThreadPoolExecutor(len(self.containers)) as pool:
             list(pool.map(wait_booted, self.containers.values()))
-        for name in self.containers.values():
-            speed_up_dpkg(name)
 
     @staticmethod
     def remove_orphans() -> None:
