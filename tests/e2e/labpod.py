@@ -78,7 +78,6 @@ def wait_booted(name: str) -> None:
 
 
 
-
 class LabPod:
     def __init__(self, stack: str = "lab", groups: tuple[str, ...] = ("gpu_nodes",), tag: str = "e2e"):
         self.stack = stack
