@@ -8,10 +8,10 @@ agent's PyPI install and PDU/CDU endpoints in a container; the agent has its own
 
 The steps share the session's lab pod (tests/e2e/conftest.py, reached over SSH) and run in
 order: first apply, no-op apply (changed=0), hand-made drift on two nodes -> one whole-pod
-`drift --fix` whose check names exactly those hosts and tasks (exit code 1 in its report), the
-two untouched nodes clean, and whose fix restores them, a drift check of the fixed hosts and roles is clean; last (it breaks
-the pod, then restarts the node), a node killed in the middle of an apply: the others finish and
-the report names it. Timings go to build/e2e-timings.json.
+`drift --fix` whose check names exactly those hosts and tasks (exit code 1 in its report) and
+finds the two untouched nodes clean, and whose fix restores them; a drift check of the fixed
+hosts and roles is clean; last (it breaks the pod, then restarts the node), a node killed in the
+middle of an apply: the others finish and the report names it. Timings go to build/e2e-timings.json.
 """
 
 from __future__ import annotations
