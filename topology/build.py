@@ -10,6 +10,7 @@ from topology.inband import inband_fabric
 from topology.inband_services import service_links
 from topology.mgmt_net import oob_uplinks
 from topology.model import Layout, Link
+from topology.oob_routing import upstream_asns
 from topology.racks import place_racks
 from topology.spec import PodSpec
 from topology.storage_converged import storage_junction
@@ -48,6 +49,7 @@ def build(spec: PodSpec) -> Layout:
     border = border_cables(spec, cat, border, devices, racks)
     addresses += border_addresses(spec, border)
     asns += border_asns(spec, devices, asns)
+    asns += upstream_asns(links, asns)  # after the border's: the cores keep theirs
     facts = {
         "tiers": sizing.tiers,
         "nodes": sum(1 for d in devices if d.role == "gpu_node"),

@@ -20,6 +20,7 @@ from topology.errors import SpecError
 from topology.fabric import ComputeSizing, storage_leaves_per_su
 from topology.inband import pairs_for, size_inband
 from topology.model import Address, Asn, Device, Link, Rack
+from topology.oob_routing import oob_asns
 from topology.racks import agg_access_ports
 from topology.spec import PodSpec
 from topology.storage_converged import TIER as JUNCTION
@@ -237,7 +238,16 @@ def plan(
             add(Address(leaf, f"vlan{STORAGE_VLAN}", address, net, "storage"))
 
     out += _oob(spec, devices, links, racks, rack_positions)
-    return out, _asns(spec, cat, sz, devices, region_size)
+    asns, nxt = _asns(spec, cat, sz, devices, region_size)
+    oob, nxt = oob_asns(devices, racks, rack_positions, nxt)  # the OOB region follows the fabrics'
+    a = spec.addressing
+    if nxt - 1 > a.asn_last:
+        raise SpecError(
+            "addressing.asn_last",
+            f"ASN range {a.asn_first}-{a.asn_last} holds "
+            f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}",
+        )
+    return out, asns + oob
 
 
 def _ipoib_storage(spec: PodSpec, ppn: int, by_tier: dict[str, list[Link]]) -> list[Address]:
@@ -346,7 +356,8 @@ def _oob(
 
 def _asns(
     spec: PodSpec, cat: Catalog, sz: ComputeSizing, devices: list[Device], region_size: dict[str, int]
-) -> list[Asn]:
+) -> tuple[list[Asn], int]:
+    """The fabrics' ASNs by region (each sized for the end state), and the first ASN after them."""
     a = spec.addressing
     out: list[Asn] = []
     nxt = a.asn_first
@@ -373,10 +384,4 @@ def _asns(
             if d.role == "inband_switch" and d.su is not None:
                 out.append(Asn(d.name, nxt + d.slot, "inband-leaf"))
         nxt += region_size["inband_switch"]
-    if nxt - 1 > a.asn_last:
-        raise SpecError(
-            "addressing.asn_last",
-            f"ASN range {a.asn_first}-{a.asn_last} holds "
-            f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}",
-        )
-    return out
+    return out, nxt

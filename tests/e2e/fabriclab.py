@@ -3,8 +3,10 @@ containers with Debian's frr package and the frr.conf `superpod plan` renders fo
 containers (the shared lab pod's) carry their planned rail addresses; every cable of the plan
 between them is a veth pair named by its planned ends (node netdev, switch port).
 
-Used by tests/e2e/test_fabric_e2e.py, and meant for the cabling validation lab too: `cables`
-says which veth is which planned cable, `unplug`/`plug`/`rewire` move one.
+Used by tests/e2e/test_fabric_e2e.py, by the OOB network's lab (tests/e2e/test_oob_e2e.py: the
+rack OOB switches, the aggregation switches and the in-band cores, with no node), and by the
+cabling validation lab: `cables` says which veth is which planned cable, `unplug`/`plug`/`rewire`
+move one.
 """
 
 from __future__ import annotations
@@ -60,18 +62,20 @@ def fabric_image(base: str) -> str:
 
 
 class FabricLab:
-    def __init__(self, layout: Layout, node_containers: dict[str, str], session: str):
+    def __init__(self, layout: Layout, node_containers: dict[str, str], session: str,
+                 roles: tuple[str, ...] = SWITCH_ROLES, tiers: tuple[str, ...] = TIERS):
         """`session`: the lab pod's (ends with the test process's pid: LabPod.remove_orphans keeps
-        containers labelled with a live pid, and the pod's own teardown removes them too)."""
+        containers labelled with a live pid, and the pod's own teardown removes them too).
+        `roles`/`tiers`: the switches and cables it runs (the compute fabric's, or the OOB network's)."""
         self.layout = layout
         self.nodes = dict(node_containers)  # planned host -> running container (the lab pod's)
         self.session = session
-        present = set(self.nodes) | {d.name for d in layout.devices if d.role in SWITCH_ROLES}
-        self.switches = {d.name: f"{session}-{d.name}" for d in layout.devices if d.role in SWITCH_ROLES}
+        present = set(self.nodes) | {d.name for d in layout.devices if d.role in roles}
+        self.switches = {d.name: f"{session}-{d.name}" for d in layout.devices if d.role in roles}
         self.cables = [
             Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.tier)
             for lk in layout.links
-            if lk.tier in TIERS and lk.a_device in present and lk.b_device in present
+            if lk.tier in tiers and lk.a_device in present and lk.b_device in present
         ]
         self.intents = {sw.name: sw for sw in build_intents(layout) if sw.name in self.switches}
         self.asn = {a.device: a.asn for a in layout.asns}
@@ -135,10 +139,24 @@ class FabricLab:
     # ---- addresses and routing ----------------------------------------------------------------
     def _address(self, host: str, ports: list[str] | None = None) -> None:
         for a in self.layout.addresses_by_device.get(host, []):
-            if a.pool in ("rails", "fabric_p2p") and (ports is None or a.interface in ports):
+            routed = a.pool in ("rails", "fabric_p2p") or (a.pool == "oob" and a.network.endswith("/31"))
+            if routed and (ports is None or a.interface in ports):
                 self.ip(host, "addr", "replace", a.address, "dev", a.interface, check=False)
         if host in self.nodes:
             self._node_routes(host)
+        elif ports is None:
+            self._svis(host)
+
+    def _svis(self, switch: str) -> None:
+        """A switch's management gateways (a rack's OOB subnet, the cores' in-band subnets, with
+        their VRR address) on a dummy interface each, named as the plan names the SVI: the
+        connected route its frr.conf originates, and an address to ping."""
+        for a in self.layout.addresses_by_device.get(switch, []):
+            if a.pool in ("oob", "inband") and a.interface.startswith("vlan"):
+                svi = a.interface.split("-")[0]
+                self.ip(switch, "link", "add", svi, "type", "dummy", check=False)
+                self.ip(switch, "link", "set", svi, "up")
+                self.ip(switch, "addr", "replace", a.address, "dev", svi)
 
     def _node_routes(self, host: str) -> None:
         """Each rail answers from its own address through its own leaf (as roles/rail_network does)."""
@@ -195,6 +213,12 @@ class FabricLab:
     def vtysh(self, switch: str, command: str) -> dict:
         out = docker("exec", self.switches[switch], "vtysh", "-c", f"{command} json", check=False).stdout
         return json.loads(out or "{}")
+
+    def ping_from(self, switch: str, src: str, dst: str, count: int = 3) -> bool:
+        """ICMP from the switch's own address `src` to `dst`."""
+        r = docker("exec", self.switches[switch], "ping", "-c", str(count), "-i", "0.2", "-W", "1", "-I", src, dst,
+                   check=False)
+        return r.returncode == 0
 
     def established(self, switch: str) -> dict[str, int]:
         """Established sessions: peer address -> the peer's AS."""

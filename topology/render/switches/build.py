@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import netaddr
 
-from topology import catalog
+from topology import catalog, oob_routing
 from topology.model import Address, Device, Layout, Link
 from topology.render.switches import pairing, sections
 from topology.render.switches.intent import SwitchIntent
@@ -92,6 +92,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         links_of.setdefault(lk.b_device, []).append(lk)
     by_end = {(a.device, a.interface): a for a in layout.addresses}
     asn = {a.device: a.asn for a in layout.asns}
+    asn_scope = {a.device: a.scope for a in layout.asns}
     host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
     roce = spec.compute_fabric.kind == "roce"
     by_name = {d.name: d for d in layout.devices}
@@ -117,10 +118,14 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
-        if d.role == "inband_core" and d.name in asn:  # the pod's border (topology/border.py)
-            nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn)
+        oob_nbrs = sections.oob_neighbors(d.name, data_links, by_end, asn)  # topology/oob_routing.py
+        site_nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn)
+        if d.role == "inband_core" and site_nbrs:  # the pod's border (topology/border.py)
+            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections._port_key(n.interface)))
             bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob),
                                       tuple(spec.addressing.site_routes))
+        elif oob_nbrs and (fabric == "oob" or asn_scope.get(d.name) == oob_routing.UPSTREAM):
+            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs)
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
             aggs = sections.aggregates(subnets, host_space)

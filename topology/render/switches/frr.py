@@ -57,7 +57,7 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     if b.unnumbered:
         lines.append("  neighbor FABRIC capability extended-nexthop")
     if b.border:
-        for n in b.neighbors:
+        for n in (n for n in b.neighbors if n.site):
             peer = port_name(n.interface) if b.unnumbered else n.address
             lines += [f"  neighbor {peer} route-map {BORDER_IN} in", f"  neighbor {peer} route-map {BORDER_OUT} out"]
     lines.append(f"  maximum-paths {b.max_paths}")

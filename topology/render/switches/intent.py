@@ -69,6 +69,7 @@ class Neighbor:
     interface: str  # local port
     address: str  # peer's address ("" for unnumbered: the session runs over the port's IPv6 LLA)
     remote_as: int | str  # a planned ASN, or "external" (the site's border when addressing.border_asn is unset)
+    site: bool = False  # a session to the site's border routers: the border policy applies to it
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,7 +89,7 @@ class Bgp:
     aggregates: tuple[str, ...]  # summaries announced instead of those subnets (summary-only)
     unnumbered: bool = False
     max_paths: int = 64  # ECMP width cap; the fabric's real width is its uplink count
-    border: BorderPolicy | None = None  # route maps on every session (the in-band cores' border)
+    border: BorderPolicy | None = None  # route maps on the site's sessions (the in-band cores' border)
 
 
 @dataclass(frozen=True, slots=True)

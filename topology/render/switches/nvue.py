@@ -108,7 +108,7 @@ def _bgp(sw: SwitchIntent) -> dict:
             neighbors[n.interface] = {"type": "unnumbered", "remote-as": "external", "description": n.peer}
         else:
             neighbors[n.address] = {"type": "numbered", "remote-as": n.remote_as, "description": n.peer}
-        if b.border:
+        if b.border and n.site:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
                 "ipv4-unicast": {"policy": policy}}

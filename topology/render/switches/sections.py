@@ -225,7 +225,8 @@ def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn:
     for lk in links:
         addr = addresses.get(lk.a_port)
         if lk.tier == "border" and addr is not None:
-            out.append(Neighbor(lk.b_device, lk.a_port, addr.peer, site_asn if site_asn is not None else "external"))
+            out.append(Neighbor(lk.b_device, lk.a_port, addr.peer, site_asn if site_asn is not None else "external",
+                                site=True))
     return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
 
 
@@ -234,7 +235,8 @@ def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], su
     """Originates the management subnets this core holds (its in-band SVIs, its OOB /31s) and
     announces the pod's management pools to the site as summaries (NVIDIA's north-south design:
     aggregate summary routes toward the edge), nothing else; takes in only `site_routes` (the
-    site's default route); router-id: its first border address."""
+    site's default route), on its site sessions only (`nbrs` may hold its OOB sessions too);
+    router-id: its first border address."""
     held = sorted({a.network for a in own.values() if not a.interface.endswith("-v0") and (
         a.pool == "inband" or _oob_p2p(a))}, key=network)  # not eth0's rack subnet: that is the mgmt VRF's
     router_id = min((a.address.split("/")[0] for a in own.values() if a.pool == "border"), key=netaddr.IPAddress)
@@ -244,3 +246,24 @@ def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], su
 
 def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
     return tuple(Svi(vlan, gw) for vlan, gw in sorted(vlan_gateways.items()))
+
+
+OOB_TIERS = ("oob-agg", "oob-uplink")  # the OOB network's routed /31s (topology/oob_routing.py)
+
+
+def oob_neighbors(
+    device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int]
+) -> tuple[Neighbor, ...]:
+    """The sessions on this switch's OOB /31s (not its eth0: that is a bridged port of the rack)."""
+    return neighbors(device, [lk for lk in links if lk.tier in OOB_TIERS], addresses, asn, unnumbered=False)
+
+
+def oob_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...]) -> Bgp:
+    """A rack OOB switch originates its rack subnet, the upstream of the aggregation uplinks the
+    in-band subnets it holds (the mgmt nodes' among them), an aggregation switch nothing of its
+    own; no loopback, so the router-id is the lowest of its routed addresses."""
+    held = sorted({a.network for a in own.values() if a.interface.startswith("vlan") and not a.interface.endswith("-v0")
+                   and a.pool in ("oob", "inband")}, key=network)
+    routed = [a.address.split("/")[0] for a in own.values()
+              if _oob_p2p(a) or (a.interface.startswith("vlan") and not a.interface.endswith("-v0"))]
+    return Bgp(asn, min(routed, key=netaddr.IPAddress), nbrs, tuple(held), ())
