@@ -149,13 +149,15 @@ class FabricLab:
 
     def _svis(self, switch: str) -> None:
         """A switch's management gateways (a rack's OOB subnet, the cores' in-band subnets, with
-        their VRR address) on a dummy interface each, named as the plan names the SVI: the
-        connected route its frr.conf originates, and an address to ping."""
+        their VRR address) on an interface each, named as the plan names the SVI: the connected
+        route its frr.conf originates, and an address to ping. A veth pair with both ends up in
+        the container (this kernel has no `dummy` driver; a veth without its peer has no carrier)."""
         for a in self.layout.addresses_by_device.get(switch, []):
             if a.pool in ("oob", "inband") and a.interface.startswith("vlan"):
                 svi = a.interface.split("-")[0]
-                self.ip(switch, "link", "add", svi, "type", "dummy", check=False)
-                self.ip(switch, "link", "set", svi, "up")
+                self.ip(switch, "link", "add", svi, "type", "veth", "peer", "name", f"{svi}-host", check=False)
+                for end in (svi, f"{svi}-host"):
+                    self.ip(switch, "link", "set", end, "up")
                 self.ip(switch, "addr", "replace", a.address, "dev", svi)
 
     def _node_routes(self, host: str) -> None:
