@@ -1,4 +1,4 @@
-"""Management reachability, the rest of issue 15 item 12: the OOB switch's own vlan1 address
+"""Management reachability, the rest of issue 15 item 12: the OOB switch's own vlan2 address
 names no gateway of its own (it routes upward over its /31s), the in-band core routes north-south
 to the site over `management.inband.border_uplinks` addressed links with eBGP to
 `addressing.border_asn`, and UFM appliances and storage servers get bonded in-band Ethernet."""
@@ -37,8 +37,8 @@ def test_an_oob_switch_is_not_its_own_gateway(stack):
     for a in layout.addresses:
         own.setdefault(a.device, set()).add(a.address.split("/")[0])
     for a in layout.addresses:
-        if a.device in switches and a.interface == "vlan1":
-            assert a.peer not in own[a.device], f"{a.device} vlan1 names its own {a.peer} as gateway"
+        if a.device in switches and a.interface == "vlan2":
+            assert a.peer not in own[a.device], f"{a.device} vlan2 names its own {a.peer} as gateway"
 
 
 def _border(layout):

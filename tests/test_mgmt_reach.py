@@ -35,7 +35,7 @@ def _check_reach(layout) -> None:
     graph = _routed_graph(layout)
     oob_gw_owner = {}
     for a in layout.addresses:
-        if a.pool == "oob" and a.interface == "vlan1-v0":
+        if a.pool == "oob" and a.interface == "vlan2-v0":
             oob_gw_owner[a.network] = a.device
     bmcs = [a for a in layout.addresses if a.pool == "oob" and a.interface == "bmc"]
     assert bmcs

@@ -66,7 +66,7 @@ def test_each_rack_oob_switch_originates_its_rack_subnet_and_the_upstream_the_mg
     intents = {i.name: i for i in build_intents(layout)}
     for d in layout.devices:
         if d.role == "oob_switch":
-            rack_net = next(a.network for a in layout.addresses_by_device[d.name] if a.interface == "vlan1")
+            rack_net = next(a.network for a in layout.addresses_by_device[d.name] if a.interface == "vlan2")
             assert rack_net in intents[d.name].bgp.networks, d.name
             assert not any(n.endswith("/32") for n in intents[d.name].bgp.networks)  # no loopback to announce
     mgmt_net = next(a.network for a in layout.addresses if a.device.startswith("mgmt-") and a.interface == "bond0")
@@ -121,3 +121,18 @@ def test_oob_router_ids_are_unique_addresses_of_the_switch():
         if i.role in ("oob_switch", "oob_aggregation"):
             assert i.bgp.router_id in mine[i.name], i.name
     assert all(len(names) == 1 for names in ids.values()), {r: n for r, n in ids.items() if len(n) > 1}
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_every_planned_svi_is_the_rendered_svi_of_that_vlan(stack):
+    """ipplan.csv (and Nautobot, NetBox) name each gateway interface as the switch has it: the
+    rack OOB subnet's SVI is VLAN 2 on the switch (SONiC refuses VLAN 1), so the plan says vlan2."""
+    layout = stack_layout(stack)
+    checked = 0
+    for sw in build_intents(layout):
+        rendered = {f"vlan{s.vlan}": s.address for s in sw.svis}
+        for a in layout.addresses_by_device.get(sw.name, []):
+            if re.fullmatch(r"vlan\d+", a.interface):
+                assert rendered.get(a.interface) == a.address, (sw.name, a.interface, sorted(rendered))
+                checked += 1
+    assert checked

@@ -27,6 +27,7 @@ from topology.storage_converged import TIER as JUNCTION
 from topology.storage_converged import converged, links_per_switch
 
 INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
+OOB_VLAN = 2  # a rack's OOB SVI on its OOB switches (SONiC refuses VLAN 1): vlan2, as on the switch
 APPLIANCE_VLAN = 11  # the first of the UFM appliances' and storage servers' in-band subnets (services pair)
 STORAGE_VLAN = 200  # the storage hosts' SVI on each storage leaf
 GATEWAY_PAIR = 2  # switches sharing a VRR gateway; each also holds an address of its own
@@ -308,7 +309,7 @@ def _oob(
 ) -> list[Address]:
     """OOB: one subnet per rack position (gateway .1, the rack's OOB switches next, then
     every managed device in the order it is cabled). The gateway is the rack's OOB switches'
-    VRR address (`vlan1-v0`); they route over /31s to the aggregation switches, which route over
+    VRR address (`vlan2-v0`); they route over /31s to the aggregation switches, which route over
     /31s to the in-band network (topology/mgmt_net.py): /31s cut after the end state's rack
     subnets, aggregation ports first, then the aggregation uplinks, the upper end .0."""
     oob_links: dict[str, list[Link]] = {}
@@ -333,8 +334,8 @@ def _oob(
         for sw in switches_in[r.name]:
             address, net = pool.host(index, host)
             # no peer: the switch answers for the gateway itself and routes upward over its /31s
-            out.append(Address(sw, "vlan1", address, net, "oob"))
-            out.append(Address(sw, "vlan1-v0", f"{gw}/{plen}", net, "oob"))
+            out.append(Address(sw, f"vlan{OOB_VLAN}", address, net, "oob"))
+            out.append(Address(sw, f"vlan{OOB_VLAN}-v0", f"{gw}/{plen}", net, "oob"))
             host += 1
         for sw in switches_in[r.name]:
             for lk in sorted(oob_links.get(sw, ()), key=lambda x: x.a_device):

@@ -45,7 +45,7 @@ def _of_role(lab: FabricLab, role: str) -> list[str]:
 
 
 def _rack_subnet(lab: FabricLab, rack_switch: str) -> str:
-    return next(a.network for a in lab.layout.addresses_by_device[rack_switch] if a.interface == "vlan1")
+    return next(a.network for a in lab.layout.addresses_by_device[rack_switch] if a.interface == "vlan2")
 
 
 def _address(lab: FabricLab, device: str, interface: str) -> str:
@@ -83,7 +83,7 @@ def test_a_rack_reaches_the_mgmt_nodes_gateway_from_its_own_gateway(oob):
     rack = _of_role(oob, "oob_switch")[0]
     core = _of_role(oob, "inband_core")[0]
     mgmt_gw = _address(oob, core, "vlan10-v0")  # both cores answer for it (VRR), as for the mgmt nodes
-    src = _address(oob, rack, "vlan1-v0")  # the BMCs' gateway: their return path is the rack's
+    src = _address(oob, rack, "vlan2-v0")  # the BMCs' gateway: their return path is the rack's
     assert oob.wait(lambda: oob.ping_from(rack, src, mgmt_gw), timeout=60), f"{rack} {src} -> {mgmt_gw}"
 
 
@@ -93,7 +93,7 @@ def test_a_stopped_aggregation_switch_is_routed_around_and_rejoins(oob):
     core = _of_role(oob, "inband_core")[0]
     aggs = _of_role(oob, "oob_aggregation")
     subnet = _rack_subnet(oob, rack)
-    mgmt_gw, src = _address(oob, core, "vlan10-v0"), _address(oob, rack, "vlan1-v0")
+    mgmt_gw, src = _address(oob, core, "vlan10-v0"), _address(oob, rack, "vlan2-v0")
     assert oob.wait(lambda: _aggs_behind(oob, core, oob.nexthops(core, subnet)) == set(aggs), timeout=60)
     paused = docker("pause", oob.switches[aggs[0]], check=False)  # stops answering: hold timers find it
     assert paused.returncode == 0, paused.stderr

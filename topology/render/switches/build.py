@@ -133,9 +133,10 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             bgp = sections.bgp(asn[d.name], sections.loopback(own).split("/")[0], nbrs, subnets, aggs, unnumbered)
         vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
         svis = sections.gateway_svis(gateways)
-        if "vlan1" in own and d.role == "oob_switch":  # the rack subnet's gateway: a VRR address (mgmt_net.py)
-            gw = own.get("vlan1-v0")
-            svis += (sections.Svi(sections.OOB_VLAN, own["vlan1"].address, gw.address if gw else "",
+        oob_svi = f"vlan{sections.OOB_VLAN}"
+        if oob_svi in own and d.role == "oob_switch":  # the rack subnet's gateway: a VRR address (mgmt_net.py)
+            gw = own.get(f"{oob_svi}-v0")
+            svis += (sections.Svi(sections.OOB_VLAN, own[oob_svi].address, gw.address if gw else "",
                                   pairing.vrr_mac(d.slot) if gw else ""),)
         bonds, pair = (), None
         if fabric == "inband":
@@ -190,5 +191,5 @@ def _partners(devices: list[Device]) -> dict[str, str]:
 
 def _notes(role: str) -> tuple[str, ...]:
     if role == "oob_aggregation":
-        return ("OOB rack gateways: on the racks' OOB switches (vlan1-v0), routed here over /31s",)
+        return ("OOB rack gateways: on the racks' OOB switches (vlan2-v0), routed here over /31s",)
     return ()

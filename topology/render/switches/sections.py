@@ -12,13 +12,13 @@ import netaddr
 from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
+from topology.ipam import OOB_VLAN  # noqa: F401 (the rack OOB SVI: VLAN 2, SONiC refuses VLAN 1)
 from topology.model import Address, Link
 from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
 
 LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
 STORAGE_VLAN = 200
 INBAND_VLAN = 10
-OOB_VLAN = 2  # SONiC reserves VLAN 1 (its models refuse Vlan1)
 
 
 def rail_vlan(rail: int) -> int:
