@@ -12,9 +12,11 @@ end state's rows, so growing the pod moves none of them.
 
 from __future__ import annotations
 
+from topology.mgmt_net import TIER as UPLINK
 from topology.model import Asn, Device, Link, Rack
 
 AGGREGATION, UPSTREAM, RACK = "oob-aggregation", "oob-upstream", "oob-rack"
+TIERS = ("oob-agg", UPLINK)  # the routed /31s: rack OOB switch to aggregation, aggregation to in-band
 
 
 def oob_asns(devices: list[Device], racks: list[Rack], rack_positions: int, first: int) -> tuple[list[Asn], int]:
@@ -34,5 +36,5 @@ def upstream_asns(links: list[Link], asns: list[Asn]) -> list[Asn]:
     none (no border uplinks, or the services pair of a three-tier in-band network)."""
     agg = next((a.asn for a in asns if a.scope == AGGREGATION), None)
     have = {a.device for a in asns}
-    ups = sorted({lk.b_device for lk in links if lk.tier == "oob-uplink"} - have)
+    ups = sorted({lk.b_device for lk in links if lk.tier == UPLINK} - have)
     return [Asn(name, agg + 1, UPSTREAM) for name in ups] if agg is not None else []

@@ -15,11 +15,12 @@ import hashlib
 import json
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from tests.e2e.labpod import docker
+from tests.e2e.labpod import docker, ensure_image
 from topology.model import Layout
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
@@ -80,6 +81,17 @@ class FabricLab:
         self.intents = {sw.name: sw for sw in build_intents(layout) if sw.name in self.switches}
         self.asn = {a.device: a.asn for a in layout.asns}
         self.pids: dict[str, str] = {}
+
+    @contextmanager
+    def running(self) -> Iterator[FabricLab]:
+        """Started, wired and configured for the block; its containers and node ends removed after."""
+        try:
+            self.start(fabric_image(ensure_image()))
+            self.wire()
+            self.configure()
+            yield self
+        finally:
+            self.remove()
 
     # ---- containers -------------------------------------------------------------------
     def start(self, image: str) -> None:
@@ -144,8 +156,6 @@ class FabricLab:
                 self.ip(host, "addr", "replace", a.address, "dev", a.interface, check=False)
         if host in self.nodes:
             self._node_routes(host)
-        elif ports is None:
-            self._svis(host)
 
     def _svis(self, switch: str) -> None:
         """A switch's management gateways (a rack's OOB subnet, the cores' in-band subnets, with
@@ -183,9 +193,12 @@ class FabricLab:
         return next(a.address for a in self.layout.addresses_by_device[host] if a.interface == netdev).split("/")[0]
 
     def configure(self) -> None:
-        """Addresses from the plan on every wired port, loopbacks, then FRR with the rendered frr.conf."""
+        """Addresses from the plan on every wired port, the switches' SVIs, loopbacks, then FRR with
+        the rendered frr.conf."""
         for host in [*self.nodes, *self.switches]:
             self._address(host)
+        for switch in self.switches:
+            self._svis(switch)
         with ThreadPoolExecutor(4) as pool:
             list(pool.map(self._start_frr, self.switches))
 

@@ -12,8 +12,8 @@ import netaddr
 import pytest
 
 from tests.conftest import spec_with
-from tests.e2e.fabriclab import FabricLab, fabric_image
-from tests.e2e.labpod import docker, ensure_image
+from tests.e2e.fabriclab import FabricLab
+from tests.e2e.labpod import docker
 from topology.build import build
 
 pytestmark = pytest.mark.e2e
@@ -22,14 +22,8 @@ pytestmark = pytest.mark.e2e
 @pytest.fixture(scope="module")
 def fabric(lab_pod):
     layout = build(spec_with("lab", compute_fabric={"spine_count": 2}))
-    lab = FabricLab(layout, lab_pod.containers, lab_pod.session)
-    try:
-        lab.start(fabric_image(ensure_image()))
-        lab.wire()
-        lab.configure()
+    with FabricLab(layout, lab_pod.containers, lab_pod.session).running() as lab:
         yield lab
-    finally:
-        lab.remove()
 
 
 def _sessions_up(lab: FabricLab) -> bool:

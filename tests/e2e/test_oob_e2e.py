@@ -15,8 +15,8 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import stack_layout
-from tests.e2e.fabriclab import FabricLab, fabric_image
-from tests.e2e.labpod import docker, ensure_image
+from tests.e2e.fabriclab import FabricLab
+from tests.e2e.labpod import docker
 
 pytestmark = pytest.mark.e2e
 
@@ -26,14 +26,8 @@ TIERS = ("oob-agg", "oob-uplink")
 
 @pytest.fixture(scope="module")
 def oob(lab_pod):
-    lab = FabricLab(stack_layout("lab"), {}, lab_pod.session, roles=ROLES, tiers=TIERS)
-    try:
-        lab.start(fabric_image(ensure_image()))
-        lab.wire()
-        lab.configure()
+    with FabricLab(stack_layout("lab"), {}, lab_pod.session, roles=ROLES, tiers=TIERS).running() as lab:
         yield lab
-    finally:
-        lab.remove()
 
 
 def _planned(lab: FabricLab, switch: str) -> dict[str, int]:

@@ -7,7 +7,8 @@ from dataclasses import replace
 
 import netaddr
 
-from topology import catalog, oob_routing
+from topology import catalog
+from topology.ipam import OOB_VLAN
 from topology.model import Address, Device, Layout, Link
 from topology.render.switches import pairing, sections
 from topology.render.switches.intent import SwitchIntent
@@ -48,7 +49,7 @@ def _access_vlans(device: Device, links: list[Link], own: dict[str, Address], la
         elif lk.tier in ("node-inband", "mgmt-core", "service-inband"):
             out[local] = sections.INBAND_VLAN
         elif lk.tier == "device-oob" and lk.b_device == device.name:
-            out[local] = sections.OOB_VLAN
+            out[local] = OOB_VLAN
     return out
 
 
@@ -92,7 +93,6 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         links_of.setdefault(lk.b_device, []).append(lk)
     by_end = {(a.device, a.interface): a for a in layout.addresses}
     asn = {a.device: a.asn for a in layout.asns}
-    asn_scope = {a.device: a.scope for a in layout.asns}
     host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
     roce = spec.compute_fabric.kind == "roce"
     by_name = {d.name: d for d in layout.devices}
@@ -118,13 +118,16 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
-        oob_nbrs = sections.oob_neighbors(d.name, data_links, by_end, asn)  # topology/oob_routing.py
-        site_nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn)
-        if d.role == "inband_core" and site_nbrs:  # the pod's border (topology/border.py)
+        # the OOB network's sessions (topology/oob_routing.py): its switches, and the in-band
+        # switches its uplinks reach; the site's: the in-band cores (topology/border.py)
+        oob_nbrs = sections.oob_neighbors(d.name, data_links, by_end, asn) if fabric in ("oob", "inband") else ()
+        site_nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn) \
+            if d.role == "inband_core" else ()
+        if site_nbrs:
             nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections._port_key(n.interface)))
             bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob),
                                       tuple(spec.addressing.site_routes))
-        elif oob_nbrs and (fabric == "oob" or asn_scope.get(d.name) == oob_routing.UPSTREAM):
+        elif oob_nbrs:  # no switch with OOB sessions has a fabric's ASN
             bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs)
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
@@ -133,10 +136,10 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             bgp = sections.bgp(asn[d.name], sections.loopback(own).split("/")[0], nbrs, subnets, aggs, unnumbered)
         vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
         svis = sections.gateway_svis(gateways)
-        oob_svi = f"vlan{sections.OOB_VLAN}"
+        oob_svi = f"vlan{OOB_VLAN}"
         if oob_svi in own and d.role == "oob_switch":  # the rack subnet's gateway: a VRR address (mgmt_net.py)
             gw = own.get(f"{oob_svi}-v0")
-            svis += (sections.Svi(sections.OOB_VLAN, own[oob_svi].address, gw.address if gw else "",
+            svis += (sections.Svi(OOB_VLAN, own[oob_svi].address, gw.address if gw else "",
                                   pairing.vrr_mac(d.slot) if gw else ""),)
         bonds, pair = (), None
         if fabric == "inband":

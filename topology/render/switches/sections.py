@@ -12,8 +12,8 @@ import netaddr
 from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
-from topology.ipam import OOB_VLAN  # noqa: F401 (the rack OOB SVI: VLAN 2, SONiC refuses VLAN 1)
 from topology.model import Address, Link
+from topology.oob_routing import TIERS as OOB_TIERS
 from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
 
 LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
@@ -248,9 +248,6 @@ def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
     return tuple(Svi(vlan, gw) for vlan, gw in sorted(vlan_gateways.items()))
 
 
-OOB_TIERS = ("oob-agg", "oob-uplink")  # the OOB network's routed /31s (topology/oob_routing.py)
-
-
 def oob_neighbors(
     device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int]
 ) -> tuple[Neighbor, ...]:
@@ -262,8 +259,7 @@ def oob_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...]) -> Bg
     """A rack OOB switch originates its rack subnet, the upstream of the aggregation uplinks the
     in-band subnets it holds (the mgmt nodes' among them), an aggregation switch nothing of its
     own; no loopback, so the router-id is the lowest of its routed addresses."""
-    held = sorted({a.network for a in own.values() if a.interface.startswith("vlan") and not a.interface.endswith("-v0")
-                   and a.pool in ("oob", "inband")}, key=network)
-    routed = [a.address.split("/")[0] for a in own.values()
-              if _oob_p2p(a) or (a.interface.startswith("vlan") and not a.interface.endswith("-v0"))]
+    svis = [a for a in own.values() if a.interface.startswith("vlan") and not a.interface.endswith("-v0")]
+    held = sorted({a.network for a in svis if a.pool in ("oob", "inband")}, key=network)
+    routed = [a.address.split("/")[0] for a in (*svis, *filter(_oob_p2p, own.values()))]
     return Bgp(asn, min(routed, key=netaddr.IPAddress), nbrs, tuple(held), ())
