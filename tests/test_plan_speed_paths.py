@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
+from pathlib import Path
+from unittest import mock
 
 import netaddr
+import pytest
+import yaml
 from netaddr.strategy.ipv4 import int_to_str
 
+from tests.conftest import STACKS, stack_layout
+from topology.cabling import CABLED_FIELDS
+from topology.model import Link
+from topology.render import inventory
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar
-from topology.render.switches.sections import _bounds, _spanning
+from topology.render.switches.sections import _bounds, _spanning, address_key, network_key
 
 
 def test_integer_spanning_prefix_is_netaddrs():
@@ -28,3 +37,32 @@ def test_uncached_scalars_and_link_lines_write_what_the_memo_writes():
     for v in ("leaf-01:swp1", "on", "it's", "100.64.0.1/31", 9216, True, "400G"):
         assert _plain_or_quoted(v) == _scalar(v)
     assert _link_lines("  ", 9216, 400) == "  link:\n    mtu: 9216\n    speed: 400G\n    state:\n      up: {}\n"
+
+
+def test_integer_sort_keys_order_as_netaddr_does():
+    """Switch configs sort subnets and pick router-ids with integer keys: netaddr's order."""
+    rng = random.Random(16)
+    nets = [str(netaddr.IPNetwork((rng.randrange(1 << 32), rng.choice([8, 16, 24, 31, 32]))).cidr) for _ in range(500)]
+    nets += ["10.0.0.0/31", "10.0.0.0/24", "10.0.0.1", "fd00::/64", "fd00::/48", "2001:db8::1/128"]
+    assert sorted(nets, key=network_key) == sorted(nets, key=netaddr.IPNetwork)
+    addrs = [str(netaddr.IPAddress(rng.randrange(1 << 32))) for _ in range(500)] + ["fd00::1", "::ffff:0:1"]
+    assert sorted(addrs, key=address_key) == sorted(addrs, key=netaddr.IPAddress)
+
+
+def test_cabled_links_are_built_in_links_field_order():
+    """cabling._with_cables passes a Link's fields positionally: a new or moved field must fail here."""
+    assert tuple(f.name for f in dataclasses.fields(Link)) == CABLED_FIELDS
+
+
+@pytest.mark.parametrize("name", STACKS)
+def test_generated_vars_read_back_as_a_plain_yaml_dump(name):
+    """00_generated.yml writes the monitoring lists one flow mapping per item: YAML reads the same
+    variables as from PyYAML's own dump of them."""
+    layout = stack_layout(name)
+    files = inventory.render_inventory(layout, Path("/inv"))
+    text = files[Path("/inv/group_vars/all/00_generated.yml")]
+    assert text.count("\n  - {") == len(layout.racks) + sum(d.role in ("pdu", "cdu") for d in layout.devices)
+    with mock.patch.object(inventory, "_vars_yaml", inventory._yaml):
+        plain = inventory.render_inventory(layout, Path("/inv"))[Path("/inv/group_vars/all/00_generated.yml")]
+    assert yaml.safe_load(text) == yaml.safe_load(plain)
+

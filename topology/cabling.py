@@ -4,7 +4,7 @@ each end and a fiber between them). Catalog facts (`media`, `optics`) carry thei
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from math import ceil
 
 from topology.catalog import Catalog, Optic
@@ -250,6 +250,13 @@ def _per_cage(cat: Catalog, runs: list[tuple]) -> dict[int, tuple[float, str, bo
     return out
 
 
+# _with_cables builds each cabled Link positionally (dataclasses.replace was a tenth of a 100k-GPU
+# build), in this order of Link's fields (tests/test_plan_speed_paths.py holds them to it).
+CABLED_FIELDS = ("a_device", "a_port", "b_device", "b_port", "fabric", "tier", "speed_gbps", "slot", "length_class",
+                 "media", "length_m", "a_part", "b_part", "cable_part", "a_shared", "b_shared", "cable_count",
+                 "cable_shared")
+
+
 def with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[Device], racks: list[Rack]) -> list[Link]:
     try:
         return _with_cables(spec, cat, links, devices, racks)
@@ -318,23 +325,11 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
         optical_only = False
         if i in cage_choice:
             length, length_class, optical_only = cage_choice[i]
-        key = (end_a, end_b, length, lk.speed_gbps, optical_only)
+        key = (id(end_a), id(end_b), length, lk.speed_gbps, optical_only)  # ends are memoized: one object each
         if key not in chosen:
             chosen[key] = parts(cat, lk, end_a, end_b, length, optical_only)
         c = chosen[key]
-        out.append(
-            replace(
-                lk,
-                length_class=length_class,
-                media=c.media,
-                length_m=length,
-                a_part=c.a_part,
-                b_part=c.b_part,
-                cable_part=c.cable,
-                a_shared=end_a.ports_per_module,
-                b_shared=end_b.ports_per_module,
-                cable_count=c.count,
-                cable_shared=c.shared,
-            )
-        )
+        out.append(Link(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.fabric, lk.tier, lk.speed_gbps, lk.slot,
+                        length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
+                        end_b.ports_per_module, c.count, c.shared))
     return out

@@ -14,7 +14,7 @@ from rich.text import Text
 
 from topology.build import build
 from topology.errors import SpecError, SpecErrors, plain
-from topology.gc_tuning import collect_less_while_planning
+from topology.gc_tuning import collector_paused
 from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
@@ -67,9 +67,9 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
 
 
 def layout_of(pod: PodSpec):
-    collect_less_while_planning()  # a quarter of a big plan's CPU was the collector (gc_tuning.py)
     try:
-        return build(pod)
+        with collector_paused():  # a plan leaves no cycles worth the collector's walks (gc_tuning.py)
+            return build(pod)
     except SpecError as e:
         fail(e)
 
@@ -108,7 +108,8 @@ def plan(
                 yield item
 
     try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
-        changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+        with collector_paused():
+            changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
     except OSError as e:
         where = e.filename or out_dir
         fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))

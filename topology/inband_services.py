@@ -61,7 +61,8 @@ def service_links(spec: PodSpec, cat: Catalog, devices: list[Device], links: lis
     speed = link_speed(sw.lanes, max(cat.appliances[h.model].inband_speed_gbps for h in hosts), sz.speed)
     used = ports_used(links)
     lanes = sw.lanes[speed]
-    free = {s: [k for k in cages if k not in _cages_used(sw, used.get(s, set()))] for s in pair}
+    taken = {s: _cages_used(sw, used.get(s, set())) for s in pair}
+    free = {s: [k for k in cages if k not in taken[s]] for s in pair}
     need: dict[str, int] = dict.fromkeys(pair, 0)
     out: list[Link] = []
     for h, host in enumerate(hosts):

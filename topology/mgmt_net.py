@@ -22,13 +22,25 @@ from topology.spec import PodSpec
 TIER = "oob-uplink"
 
 
+_CAGES_OF: dict[int, tuple[SwitchModel, dict[str, set[int]]]] = {}  # id(model) -> (model, port -> cages)
+
+
+def _cages_of(sw: SwitchModel) -> dict[str, set[int]]:
+    """Each port name of the model, at every speed it supports, and its cage (0-based); built once
+    per model (the catalog is loaded once; the model is kept so its id stays its own)."""
+    hit = _CAGES_OF.get(id(sw))
+    if hit is None:
+        names: dict[str, set[int]] = {}
+        for speed, lanes in sw.lanes.items():
+            for i in range(sw.radix(speed)):
+                names.setdefault(sw.port(i, speed), set()).add(i // lanes)
+        hit = _CAGES_OF[id(sw)] = (sw, names)
+    return hit[1]
+
+
 def _cages_used(sw: SwitchModel, ports: set[str]) -> set[int]:
-    cages = set()
-    for speed, lanes in sw.lanes.items():
-        for i in range(sw.radix(speed)):
-            if sw.port(i, speed) in ports:
-                cages.add(i // lanes)
-    return cages
+    cages_of = _cages_of(sw)
+    return set().union(*(cages_of[p] for p in ports if p in cages_of))
 
 
 def oob_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[Link]) -> list[Link]:

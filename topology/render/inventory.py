@@ -232,6 +232,22 @@ def _yaml(doc: dict, what: str) -> str:
     return f"# {what}: {GENERATED}\n---\n{body}"
 
 
+def _vars_yaml(doc: dict, what: str) -> str:
+    """group_vars with the monitoring lists (a rack, PDU or CDU each: thousands at 100k GPUs) one
+    item per line as a flow mapping, as hosts.yml writes hosts: JSON is YAML, json.dumps is C code,
+    and PyYAML's representer is Python even with libyaml's emitter (a twentieth of a plan)."""
+    monitoring = doc["superpod_monitoring"]
+    lines = [_yaml({k: v for k, v in doc.items() if k != "superpod_monitoring"}, what).rstrip("\n"),
+             "superpod_monitoring:"]
+    for key, value in monitoring.items():
+        if isinstance(value, list) and value:
+            lines.append(f"  {key}:")
+            lines += [f"  - {json.dumps(item)}" for item in value]
+        else:
+            lines.append(f"  {key}: {json.dumps(value)}")
+    return "\n".join(lines) + "\n"
+
+
 def _hosts_yaml(children: dict[str, dict], what: str) -> str:
     """hosts.yml with one line per host: its vars as a flow mapping. JSON is YAML, and
     json.dumps is C code: a 100k-GPU inventory renders in seconds, not minutes."""
@@ -323,7 +339,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
     }
     files = {
         root / "hosts.yml": _hosts_yaml(children, f"inventory of pod {spec.name}"),
-        root / "group_vars" / "all" / "00_generated.yml": _yaml(all_vars, f"pod-wide variables of {spec.name}"),
+        root / "group_vars" / "all" / "00_generated.yml": _vars_yaml(all_vars, f"pod-wide variables of {spec.name}"),
     }
     overrides = root / OVERRIDES
     if not overrides.exists():

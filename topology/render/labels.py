@@ -47,22 +47,6 @@ class CableLabel:
     b_rack: str
     b_unit: str
 
-    def end_text(self, near: str, fibre: str = "") -> tuple[str, str]:
-        """Line 1: this end (rack, unit, device, port); line 2: the far end; `fibre`: which of
-        the link's fibres ("1/2"), at both."""
-        lk = self.link
-        suffix = f" fibre {fibre}" if fibre else ""
-        here = (self.a_rack, self.a_unit, lk.a_device, lk.a_port + suffix)
-        there = (self.b_rack, self.b_unit, lk.b_device, lk.b_port + suffix)
-        if near == "b":
-            here, there = there, here
-        return _place(*here), "to " + _place(*there)
-
-
-def _place(rack: str, unit: str, device: str, port: str) -> str:
-    where = f"{rack.removeprefix('rack-')} {unit}" if unit else rack.removeprefix("rack-")
-    return f"{where} {device} {port}"
-
 
 def cable_id(link: Link, by_slot: bool = True) -> str:
     """`by_slot`: the link's tier numbers its links uniquely; otherwise the switch end names it."""
@@ -87,18 +71,21 @@ def cable_labels(layout: Layout, border: bool = False) -> list[CableLabel]:
     """A label per link; `border`: the border uplinks too (numbered by slot, unique per pod)."""
     by_name = layout.by_name
     numbered = tiers_numbered_uniquely(layout) | {"border"}
-
-    def where(name: str) -> tuple[str, str]:
-        d = by_name.get(name)
-        if d is None:  # the site's border routers: no device of the plan
-            return name, ""
-        return d.rack or "", f"U{d.rack_unit:02d}" if d.rack_unit else ""
-
     links = (*layout.links, *layout.border_links) if border else layout.links
     return [
-        CableLabel(cable_id(lk, lk.tier in numbered), lk, *where(lk.a_device), *where(lk.b_device))
+        CableLabel(cable_id(lk, lk.tier in numbered), lk, *rack_and_unit(by_name, lk.a_device),
+                   *rack_and_unit(by_name, lk.b_device))
         for lk in links
     ]
+
+
+def rack_and_unit(by_name: dict, name: str) -> tuple[str, str]:
+    """Where a cable end is: its device's rack and unit (`U07`); the site's border routers, no
+    device of the plan, by name."""
+    d = by_name.get(name)
+    if d is None:
+        return name, ""
+    return d.rack or "", f"U{d.rack_unit:02d}" if d.rack_unit else ""
 
 
 HEADER = [
@@ -125,32 +112,31 @@ HEADER = [
 
 
 def labels_csv(layout: Layout) -> str:
-    def rows(c: CableLabel):
-        n = c.link.cable_count  # fibres of this link (a splitter's leg: its own, one)
-        for k in range(1, n + 1):
-            yield row(c, k, n)
+    """A row per fibre (a link's label pair); each end's text is its device's placement, worked out
+    once per device, and the port."""
+    numbered = tiers_numbered_uniquely(layout) | {"border"}
+    by_name = layout.by_name
+    places: dict[str, tuple[str, str, str]] = {}  # device -> (rack, unit, "<rack> <unit> <device>")
 
-    def row(c: CableLabel, k: int, n: int):
-        lk = c.link
-        fibre = f"{k}/{n}" if n > 1 else ""
-        return (
-            f"{c.cable_id}.{k}" if n > 1 else c.cable_id,
-            *c.end_text("a", fibre),
-            *c.end_text("b", fibre),
-            c.a_rack,
-            c.a_unit,
-            lk.a_device,
-            lk.a_port,
-            c.b_rack,
-            c.b_unit,
-            lk.b_device,
-            lk.b_port,
-            lk.tier,
-            lk.media,
-            lk.length_class,
-            lk.speed_gbps,
-            k,
-            n,
-        )
+    def place(name: str) -> tuple[str, str, str]:
+        hit = places.get(name)
+        if hit is None:
+            rack, unit = rack_and_unit(by_name, name)
+            where = f"{rack.removeprefix('rack-')} {unit}" if unit else rack.removeprefix("rack-")
+            hit = places[name] = (rack, unit, f"{where} {name}")
+        return hit
 
-    return _csv(HEADER, (r for c in cable_labels(layout, border=True) for r in rows(c)))
+    def rows():
+        for lk in (*layout.links, *layout.border_links):
+            a_rack, a_unit, a_place = place(lk.a_device)
+            b_rack, b_unit, b_place = place(lk.b_device)
+            cid = cable_id(lk, lk.tier in numbered)
+            n = lk.cable_count  # fibres of this link (a splitter's leg: its own, one)
+            for k in range(1, n + 1):
+                suffix = f" fibre {k}/{n}" if n > 1 else ""
+                here, there = f"{a_place} {lk.a_port}{suffix}", f"{b_place} {lk.b_port}{suffix}"
+                yield (f"{cid}.{k}" if n > 1 else cid, here, "to " + there, there, "to " + here,
+                       a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
+                       lk.tier, lk.media, lk.length_class, lk.speed_gbps, k, n)
+
+    return _csv(HEADER, rows())

@@ -218,17 +218,21 @@ def render_nvue(sw: SwitchIntent) -> str:
 # slower than this writer. tests/test_switches.py proves yaml.safe_load reads back the same
 # structure for every switch. Plain recursion into one list and a memo of scalars: a switch's
 # names, speeds and addresses repeat across its ports and across switches.
-_PLAIN = re.compile(r"^[A-Za-z_][\w./:-]*$|^[0-9]+(\.[0-9]+){3}(/[0-9]+)?$|^[0-9]+[A-Za-z]+$")
+_PLAIN = re.compile(r"[A-Za-z_][\w./:-]*|[0-9]+(\.[0-9]+){3}(/[0-9]+)?|[0-9]+[A-Za-z]+").fullmatch
 _YAML_WORDS = {"on", "off", "yes", "no", "true", "false", "null", "y", "n", "~"}
+_LONGEST_WORD = max(map(len, _YAML_WORDS))
 
 
 def _plain_or_quoted(v) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, int):
-        return str(v)
-    v = str(v)
-    return v if _PLAIN.match(v) and v.lower() not in _YAML_WORDS else "'" + v.replace("'", "''") + "'"
+    if v.__class__ is not str:  # most scalars are strings: names, ports, addresses
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, int):
+            return str(v)
+        v = str(v)
+    if _PLAIN(v) and (len(v) > _LONGEST_WORD or v.lower() not in _YAML_WORDS):
+        return v
+    return "'" + v.replace("'", "''") + "'"
 
 
 _scalar = functools.lru_cache(maxsize=1 << 16, typed=True)(_plain_or_quoted)  # typed: True == 1 as a key
