@@ -52,11 +52,14 @@ def reserved_core_cages(spec: PodSpec, cat: Catalog) -> int:
     return ceil(ends / core_sw.lanes[sz.up_speed])
 
 
-def ports_used(links: list[Link]) -> dict[str, set[str]]:
-    used: dict[str, set[str]] = {}
+def ports_used(links: list[Link], devices: set[str]) -> dict[str, set[str]]:
+    """The cabled ports of `devices` (a few switches: not a set per device of the pod)."""
+    used: dict[str, set[str]] = {d: set() for d in devices}
     for lk in links:
-        used.setdefault(lk.a_device, set()).add(lk.a_port)
-        used.setdefault(lk.b_device, set()).add(lk.b_port)
+        if lk.a_device in used:
+            used[lk.a_device].add(lk.a_port)
+        if lk.b_device in used:
+            used[lk.b_device].add(lk.b_port)
     return used
 
 
@@ -70,7 +73,7 @@ def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: li
     core_key = ib.core_switch_model or ib.switch_model
     core_sw = cat.switches[core_key]
     reserved = reserved_core_cages(spec, cat)
-    used = ports_used(links)
+    used = ports_used(links, {c.name for c in cores})
     speed = core_sw.native_gbps
     out: list[Link] = []
     for core in cores:

@@ -238,13 +238,20 @@ def _per_cage(cat: Catalog, runs: list[tuple]) -> dict[int, tuple[float, str, bo
     and a UFM on one twin-port cage) or that no direct cable reaches take optics, each its own
     fibre. Returns link index -> (length, length class, optical only)."""
     out: dict[int, tuple[float, str, bool]] = {}
+    media: dict[tuple, str] = {}  # ends are memoized (one object each): keyed by identity
     for members in _cage_groups(cat, runs).values():
         if len(members) < 2:
             continue
+        # far ends by value, not identity: a UFM's and a storage server's ends are alike
         far = {(r[5], r[6], r[0].speed_gbps) for r in (runs[i] for i in members)}
         longest = max(members, key=lambda i: runs[i][3])
         lk, _, _, length, length_class, end_a, end_b = runs[longest]
-        direct = len(far) == 1 and choose_media(cat, lk, end_a, end_b, length) not in OPTICAL
+        direct = False
+        if len(far) == 1:
+            key = (id(end_a), id(end_b), length, lk.speed_gbps)
+            if key not in media:
+                media[key] = choose_media(cat, lk, end_a, end_b, length)
+            direct = media[key] not in OPTICAL
         for i in members:
             out[i] = (length, length_class, False) if direct else (runs[i][3], runs[i][4], True)
     return out
@@ -299,20 +306,26 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
                  racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
-    # A pod has few kinds of cable end and of run: both lookups are memoized (at 100k GPUs,
+    # A pod has few kinds of cable end and of run: the lookups are memoized (at 100k GPUs,
     # working each of ~300k links out afresh was over half the build)
     ends: dict[tuple, End] = {}
     chosen: dict[tuple, Choice] = {}
     runs = []
+    run_of: dict[tuple, tuple[float, str]] = {}  # a run's length and class: by the racks, or units apart in one
     for lk in links:
         a, b = by_name[lk.a_device], by_name[lk.b_device]
-        length = run_length(spec, a, b, pos)
-        if a.rack == b.rack:
-            length_class = "in_rack"
-        elif pos[a.rack][0] == pos[b.rack][0]:
-            length_class = "same_row"
-        else:
-            length_class = "cross_row"
+        same_rack = a.rack == b.rack
+        key = (None, abs((a.rack_unit or 1) - (b.rack_unit or 1))) if same_rack else (a.rack, b.rack)
+        run = run_of.get(key)
+        if run is None:
+            if same_rack:
+                length_class = "in_rack"
+            elif pos[a.rack][0] == pos[b.rack][0]:
+                length_class = "same_row"
+            else:
+                length_class = "cross_row"
+            run = run_of[key] = (run_length(spec, a, b, pos), length_class)
+        length, length_class = run
         # end_of reads the device's model and role, the link's tier and speed, and which end it is
         key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
         key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)

@@ -59,7 +59,7 @@ def service_links(spec: PodSpec, cat: Catalog, devices: list[Device], links: lis
         cages = list(range(sz.first_peer // sw.lanes[sw.native_gbps]))
         model_field = "switch_model"  # the services pair is an SU pair's model
     speed = link_speed(sw.lanes, max(cat.appliances[h.model].inband_speed_gbps for h in hosts), sz.speed)
-    used = ports_used(links)
+    used = ports_used(links, set(pair))
     lanes = sw.lanes[speed]
     taken = {s: _cages_used(sw, used.get(s, set())) for s in pair}
     free = {s: [k for k in cages if k not in taken[s]] for s in pair}
