@@ -3,17 +3,46 @@
 from __future__ import annotations
 
 import csv
+import functools
 import io
+import itertools
+import operator
 
 from topology.model import Layout
 
 
 def _csv(header: list[str], rows) -> str:
+    """CSV exactly as the csv module writes it (minimal quoting, "\n" line ends), faster: rows go
+    in blocks, and a block in which no field needs quoting (nearly all of a plan's) is joined by C
+    code alone; from the first block that needs quoting on, the csv writer takes the rest. The
+    csv writer's per-field work was a sixth of a 100k-GPU plan."""
     buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    w.writerow(header)
-    w.writerows(rows)
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(header)
+    rows = iter(rows)
+    while block := list(map(tuple, itertools.islice(rows, 2048))):  # tuple(): a generator row is read once
+        text = _plain_block(block)
+        if text is None:
+            writer.writerows(block)
+            writer.writerows(rows)
+            break
+        buf.write(text)
     return buf.getvalue()
+
+
+def _plain_block(block: list[tuple]) -> str | None:
+    """The block's lines joined with commas, or None when some field would be quoted (a comma,
+    quote or line break in it), is None (written empty) or is a row's only field and empty."""
+    lines = list(map(",".join, map(_as_strs, block)))
+    text = "\n".join(lines) + "\n"
+    if ("" in lines or '"' in text or "\r" in text or text.count("\n") != len(lines)
+            or text.count(",") != sum(map(len, block)) - len(block)
+            or any(map(operator.contains, block, itertools.repeat(None)))):
+        return None
+    return text
+
+
+_as_strs = functools.partial(map, str)
 
 
 def _blank(v) -> object:
