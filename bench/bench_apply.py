@@ -5,10 +5,11 @@ the floor measured in the same run: `ansible -m setup` on the same hosts over th
     .venv/bin/python bench/bench_apply.py [--repeat N] [--connection ssh|docker] [--forks N]
                                           [--strategy linear|free|mitogen_linear]
 
-Prints the floor, first apply (fresh nodes), each no-op apply (converged) and each clean drift
-check (check+diff, fresh facts), and each one's ratio to the floor. Needs dockerd and the
-molecule base image (built when missing). Each figure is wall time of the whole command, as a
-user sees it, with site.yml as it stands. Containers are removed at the end."""
+Prints the floor, first apply (fresh nodes), each no-op apply (converged), each clean drift
+check (check+diff, fresh facts) and each `drift --quick` (against the last apply's record), and
+each one's ratio to the floor. Needs dockerd and the molecule base image (built when missing).
+Each figure is wall time of the whole command, as a user sees it, with site.yml as it stands.
+Containers are removed at the end."""
 
 from __future__ import annotations
 
@@ -61,11 +62,12 @@ def main() -> None:
                       "--limit", LIMIT, "--no-progress", *(["--forks", str(opts.forks)] if opts.forks else [])]
             floors = [setup_floor(pod, Path(tmp) / "setup-facts", LIMIT)]
             first = timed(["apply", *common])
-            noop, drift = [], []
+            noop, drift, quick = [], [], []
             for _ in range(opts.repeat):
                 floors.append(setup_floor(pod, Path(tmp) / "setup-facts", LIMIT))
                 noop.append(timed(["apply", *common]))
                 drift.append(timed(["drift", *common]))
+                quick.append(timed(["drift", "--quick", *common]))
             per_role = {kind: _per_role(last_run(runs_dir, pod.stack, kind)) for kind in ("apply", "drift")}
             recap = host_tallies(load_events(events_dir(last_run(runs_dir, pod.stack, "apply")))).values()
         finally:
@@ -76,11 +78,13 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}")
     print(f"floor (ansible -m setup) {base:7.1f} s  (median of {len(floors)}: {', '.join(f'{f:.1f}' for f in floors)})")
     print(f"first apply              {first:7.1f} s  {first / base:5.1f}x floor")
-    for i, (n, d) in enumerate(zip(noop, drift, strict=True), 1):
+    for i, (n, d, q) in enumerate(zip(noop, drift, quick, strict=True), 1):
         print(f"no-op apply #{i}           {n:7.1f} s  {n / base:5.1f}x floor")
         print(f"clean drift check #{i}     {d:7.1f} s  {d / base:5.1f}x floor")
+        print(f"clean drift --quick #{i}   {q:7.1f} s  {q / base:5.1f}x floor")
     print(f"no-op apply median       {statistics.median(noop):7.1f} s  {statistics.median(noop) / base:5.1f}x floor")
     print(f"drift check median       {statistics.median(drift):7.1f} s  {statistics.median(drift) / base:5.1f}x floor")
+    print(f"drift --quick median     {statistics.median(quick):7.1f} s  {statistics.median(quick) / base:5.1f}x floor")
     print(f"last no-op apply: changed={sum(t.changed for t in recap)} ok={sum(t.ok for t in recap)} "
           f"skipped={sum(t.skipped for t in recap)} (changed must be 0)")
     print("per role, last no-op apply / last drift check (s, tasks; bench/task_times.py RUN_DIR for more):")

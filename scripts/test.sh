@@ -63,7 +63,7 @@ main_pid=$$
 
 step ruff ruff check .
 lint_targets=()
-for target in roles playbooks site.yml; do [[ -e $target ]] && lint_targets+=("$target"); done
+for target in roles playbooks site.yml topology/operate/playbooks; do [[ -e $target ]] && lint_targets+=("$target"); done
 if compgen -G "roles/*/tasks" >/dev/null; then
   step ansible-lint ansible-lint --profile production --offline -q "${lint_targets[@]}"
 fi

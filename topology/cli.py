@@ -312,15 +312,23 @@ def drift(
     forks: ForksOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="the report as JSON on stdout")] = False,
     fix: Annotated[bool, typer.Option("--fix", help="re-apply to the drifted hosts (drifted roles only)")] = False,
+    quick: Annotated[bool, typer.Option("--quick", help="compare each host with the record of its last apply "
+                                        "(files, units): one task per host, seconds; not the full check")] = False,
     playbook: PlaybookOpt = None,
     progress: ProgressOpt = None,
 ) -> None:
     """Run site.yml in check+diff mode and report, per host, each task that would change and its
-    diff. Exit 0 clean, 1 drift, 2 errors (failed/unreachable host). --fix re-applies."""
+    diff. Exit 0 clean, 1 drift, 2 errors (failed/unreachable host). --fix re-applies. --quick:
+    what changed since the last apply (the files and units it managed), in seconds."""
     from topology.operate import commands
 
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
                        "drift", playbook)
+    if quick:
+        if fix or tags:
+            fail(SpecError("--quick", "compares whole hosts with their record: not with --fix or --tags "
+                                      "(run `superpod drift --fix` for a fix)"))
+        _operate(lambda: commands.quick_drift(req, console, as_json=json_out, progress=progress))
     _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress))
 
 

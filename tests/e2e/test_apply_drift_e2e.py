@@ -48,6 +48,13 @@ DRIFT = {
          ("host_tuning", "Write the kernel command line drop-in")),
     ],
 }
+# What `drift --quick` must name for DRIFT: (host, path or unit, kind) against the last apply's record.
+QUICK_DRIFT = {
+    ("su01-node02", "/etc/sysctl.d/60-superpod-host-tuning.conf", "content"),
+    ("su01-node02", "/etc/security/limits.d/90-superpod-memlock.conf", "missing"),
+    ("su01-node03", "superpod-cpu-governor.service", "enabled"),
+    ("su01-node03", "/etc/default/grub.d/60-superpod-host-tuning.cfg", "content"),
+}
 # Tasks that follow from a drifted kernel command line file: the effective command line (all
 # grub.d drop-ins together) differs from the one each role last handed to the bootloader, so
 # both roles would regenerate it and record the new one. (The regeneration is a command task:
@@ -114,6 +121,17 @@ def test_second_apply_changes_nothing(pod):
     assert f"{len(pod.hosts)} hosts: " in proc.stdout and " changed=0 failed=0 unreachable=0" in proc.stdout
 
 
+def test_quick_drift_after_the_noop_apply_is_clean(pod):
+    """`drift --quick` compares every node with what the applies recorded (files, units): the
+    untouched pod is clean, in one task per host."""
+    proc = timed("quick_drift_clean_s", pod, "drift", "--quick", "--json")
+    report = drift_json(proc)
+    assert proc.returncode == 0, json.dumps(report, indent=1)
+    assert {h: v["status"] for h, v in report["hosts"].items()} == dict.fromkeys(pod.hosts, "clean")
+    record = json.loads((pod.runs_dir / pod.stack / "manifest" / "su01-node01.json").read_text())
+    assert len(record) > 50 and any(e.get("unit") for e in record)  # the roles' files and units, not a token few
+
+
 def test_drift_names_exactly_the_changed_hosts_and_tasks_and_fix_restores_them(pod):
     """One `drift --fix`: the check run reports the hand-made drift (as `drift` alone would), then
     the fix run re-applies only the drifted hosts' drifted roles. The check covers the whole pod,
@@ -123,6 +141,11 @@ def test_drift_names_exactly_the_changed_hosts_and_tasks_and_fix_restores_them(p
     for host, changes in DRIFT.items():
         for script, _ in changes:
             pod.sh(host, script)
+    quick = timed("quick_drift_found_s", pod, "drift", "--quick", "--json")  # first the quick check: names them
+    quick_report = drift_json(quick)
+    assert quick.returncode == 1 and quick_report["drifted_hosts"] == sorted(DRIFT), json.dumps(quick_report, indent=1)
+    found = {(h, d["what"], d["kind"]) for h, v in quick_report["hosts"].items() for d in v["drift"]}
+    assert found == QUICK_DRIFT, json.dumps(quick_report, indent=1)
     proc = timed("drift_check_and_fix_s", pod, "drift", "--json", "--fix")
     report = drift_json(proc)
     assert report["exit_code"] == 1, json.dumps(report, indent=1)  # what `drift` alone exits with

@@ -7,7 +7,9 @@ import json
 from dataclasses import replace
 
 from rich.console import Console
+from rich.markup import escape
 
+from topology.operate import manifest
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.progress import LiveProgress
@@ -26,6 +28,7 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None) -> in
     """Runs site.yml; prints the per-host summary; 0 when every host is ok, 1 when a host
     failed or was unreachable (the others still ran), 2 when ansible itself failed."""
     outcome = _run(req, console, progress, f"apply {req.stack}")
+    manifest.record(req.runs_root / "manifest", outcome.events)  # what `drift --quick` compares with
     tallies, problems = host_tallies(outcome.events), host_problems(outcome.events)
     if tallies:
         console.print(summary_table(tallies, title=f"{req.kind} {req.stack}: per-host summary"))
@@ -74,3 +77,39 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
     if as_json:
         print(json.dumps(report.as_json() | {"fix_exit_code": code}, indent=1))
     return max(code, EXIT_ERROR if report.exit_code == EXIT_ERROR else EXIT_OK)
+
+
+def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progress: bool | None = None) -> int:
+    """Each host against the record of its last apply (topology/operate/manifest.py): one module
+    call per host. Exit 0 clean, 1 drift, 2 a host failed, was unreachable or has no record."""
+    from topology.operate.runs import OperateError
+
+    manifest_dir = req.runs_root / "manifest"
+    if not any(manifest_dir.glob("*.json")):
+        raise OperateError(f"--quick: no record of an apply in {manifest_dir}; run `superpod apply --stack "
+                           f"{req.stack}` first (or `superpod drift` without --quick: the full check)")
+    quick_req = replace(req, kind="quick-drift", playbook=manifest.QUICK_PLAYBOOK, tags=None,
+                        env=(*req.env, ("SUPERPOD_MANIFEST_DIR", str(manifest_dir))))
+    out = Console(stderr=True) if as_json else console
+    outcome = _run(quick_req, out, progress, f"drift --quick {req.stack}")
+    drift, problems = manifest.quick_results(outcome.events)
+    hosts = sorted(set(drift) | set(problems))
+    drifted = sorted(h for h in drift if drift[h] and h not in problems)
+    code = EXIT_ERROR if problems or not hosts or outcome.rc != 0 else (EXIT_FAILED if drifted else EXIT_OK)
+    if as_json:
+        print(json.dumps({
+            "hosts": {h: {"status": "error" if h in problems else ("drift" if drift[h] else "clean"),
+                          "drift": drift.get(h, []), "problem": problems.get(h, "")} for h in hosts},
+            "drifted_hosts": drifted, "problem_hosts": sorted(problems), "exit_code": code,
+            "run": str(outcome.run_dir)}, indent=1))
+        return code
+    for h in hosts:
+        if h in problems:
+            out.print(f"[red]error[/] [bold]{h}[/]: {escape(problems[h])}", highlight=False)
+        for d in drift.get(h, []):
+            out.print(f"[yellow]drift[/] [bold]{h}[/] {escape(d['what'])}: {escape(d['detail'])}", highlight=False)
+    clean = len(hosts) - len(drifted) - len(problems)
+    out.print(f"{len(hosts)} hosts: {clean} clean, {len(drifted)} drifted, {len(problems)} errors "
+              "(since the last apply; files and units only: `superpod drift` is the full check)", highlight=False)
+    out.print(f"run: {outcome.run_dir}", highlight=False)
+    return code

@@ -52,6 +52,7 @@ class RunRequest:
     fresh_facts: bool = False  # gather facts even when the cache has them
     runs_dir: Path | None = None  # default <project_dir>/.runs
     playbook: Path | None = None  # default <project_dir>/site.yml
+    env: tuple[tuple[str, str], ...] = ()  # more settings for ansible-playbook's environment (no secrets)
 
     @property
     def runs_root(self) -> Path:
@@ -160,6 +161,7 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
     }
     if req.fresh_facts:
         envvars["ANSIBLE_GATHERING"] = "implicit"
+    envvars.update(req.env)
     kwargs = {
         "private_data_dir": str(run_dir),
         "project_dir": str(project_dir),

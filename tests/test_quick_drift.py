@@ -1,0 +1,116 @@
+"""`superpod drift --quick` (issue 16): each apply records what it left on each host (files,
+removed paths, units) from its own events; the quick check compares the host with that record in
+one module call and names exactly what changed. Real Ansible on localhost (files only: no systemd
+here; the lab pod's e2e checks a unit disabled by hand)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from topology.cli import app
+from topology.operate import manifest
+
+runner = CliRunner()
+
+
+def _ok(task_action: str, res: dict, host: str = "n1") -> dict:
+    return {"event": "runner_on_ok", "event_data": {"host": host, "resolved_action": task_action, "res": res}}
+
+
+def test_record_keeps_files_removed_paths_and_units_and_skips_what_it_must_not_hold():
+    events = [
+        _ok("ansible.builtin.template", {"dest": "/etc/a.conf", "path": "/etc/a.conf", "state": "file",
+                                          "checksum": "aa", "mode": "0644", "owner": "root", "group": "root"}),
+        _ok("ansible.builtin.file", {"results": [{"path": "/etc/d", "state": "directory", "mode": "0755"},
+                                                 {"skipped": True}, {"path": "/etc/gone", "state": "absent"}]}),
+        _ok("ansible.builtin.systemd_service", {"name": "x.service", "enabled": True, "state": "started"}),
+        _ok("ansible.builtin.systemd_service", {"name": "y.service", "state": "started"}),  # no enabled: not ours
+        _ok("ansible.builtin.copy", {"censored": "the output has been hidden"}),  # no_log
+        _ok("ansible.builtin.file", {"path": "/srv/cache", "state": "directory",
+                                     "_ansible_delegated_vars": {"ansible_host": "localhost"}}),  # the controller's
+        _ok("ansible.builtin.command", {"cmd": "true"}),
+        _ok("ansible.builtin.template", {"dest": "/etc/a.conf", "state": "file", "checksum": "bb"}),  # later wins
+        _ok("ansible.builtin.file", {"path": "/etc/b.conf", "state": "file", "mode": "0600"}, host="n2"),
+    ]
+    got = manifest.entries_from_events(events)
+    assert got["n1"] == {
+        "path:/etc/a.conf": {"path": "/etc/a.conf", "state": "file", "checksum": "bb"},
+        "path:/etc/d": {"path": "/etc/d", "state": "directory", "mode": "0755"},
+        "path:/etc/gone": {"path": "/etc/gone", "state": "absent"},
+        "unit:x.service": {"unit": "x.service", "enabled": True},
+    }
+    assert got["n2"] == {"path:/etc/b.conf": {"path": "/etc/b.conf", "state": "file", "mode": "0600"}}
+
+
+def test_record_merges_per_entry(tmp_path):
+    manifest.record(tmp_path, [_ok("ansible.builtin.copy", {"dest": "/a", "state": "file", "checksum": "1"}),
+                               _ok("ansible.builtin.copy", {"dest": "/b", "state": "file", "checksum": "2"})])
+    manifest.record(tmp_path, [_ok("ansible.builtin.copy", {"dest": "/b", "state": "file", "checksum": "3"})])
+    assert manifest.load(tmp_path / "n1.json") == [{"path": "/a", "state": "file", "checksum": "1"},
+                                                   {"path": "/b", "state": "file", "checksum": "3"}]
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    project, managed = tmp_path / "project", tmp_path / "managed"
+    (project / "inventories" / "lab").mkdir(parents=True)
+    (project / "inventories" / "lab" / "hosts.yml").write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
+    (project / "ansible.cfg").write_text("[defaults]\n")
+    (project / "site.yml").write_text(f"""
+- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.file: {{path: {managed}/conf.d, state: directory, mode: "0755"}}
+    - ansible.builtin.copy: {{content: "a = 1\\n", dest: {managed}/conf.d/a.conf, mode: "0644"}}
+    - ansible.builtin.copy: {{content: "b = 2\\n", dest: "{managed}/conf.d/{{{{ item }}}}.conf", mode: "0600"}}
+      loop: [b, c]
+    - ansible.builtin.file: {{path: {managed}/conf.d/old.conf, state: absent}}
+    - ansible.builtin.copy: {{content: "secret\\n", dest: {managed}/token, mode: "0600"}}
+      no_log: true
+""")
+    return project, managed
+
+
+def _cli(*args: str):
+    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
+
+
+def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_path):
+    project, managed = _project(tmp_path)
+    base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
+    quick = _cli("drift", *base, "--quick", "--json")
+    assert quick.exit_code == 2 and "--quick: no record of an apply" in quick.output  # nothing recorded yet
+    assert _cli("apply", *base).exit_code == 0
+    record = manifest.load(project / ".runs" / "lab" / "manifest" / "localhost.json")
+    assert {e["path"] for e in record} == {f"{managed}/conf.d", *(f"{managed}/conf.d/{n}.conf" for n in "abc"),
+                                          f"{managed}/conf.d/old.conf"}  # no_log's token: not recorded
+    clean = _cli("drift", *base, "--quick", "--json")
+    assert clean.exit_code == 0, clean.output
+    assert json.loads(clean.stdout)["hosts"] == {"localhost": {"status": "clean", "drift": [], "problem": ""}}
+
+    (managed / "conf.d" / "a.conf").write_text("a = 9\n")  # edited by hand
+    (managed / "conf.d" / "b.conf").chmod(0o644)  # loosened
+    (managed / "conf.d" / "c.conf").unlink()  # deleted
+    (managed / "conf.d" / "old.conf").write_text("back\n")  # a removed file come back
+    (managed / "token").write_text("changed\n")  # not recorded: not reported
+    found = _cli("drift", *base, "--quick", "--json")
+    assert found.exit_code == 1, found.output
+    report = json.loads(found.stdout)
+    assert report["drifted_hosts"] == ["localhost"]
+    assert {(d["what"].removeprefix(f"{managed}/conf.d/"), d["kind"]) for d in report["hosts"]["localhost"]["drift"]} \
+        == {("a.conf", "content"), ("b.conf", "mode"), ("c.conf", "missing"), ("old.conf", "present")}
+
+    assert _cli("apply", *base).exit_code == 0  # re-applied: clean again
+    assert _cli("drift", *base, "--quick").exit_code == 0
+
+
+def test_quick_refuses_fix_and_tags(tmp_path):
+    project, _ = _project(tmp_path)
+    for extra in (("--fix",), ("--tags", "x")):
+        result = _cli("drift", "--stack", "lab", "--project-dir", str(project), "--quick", *extra)
+        assert result.exit_code == 2 and "--quick" in result.output

@@ -1,0 +1,110 @@
+"""The record of what `superpod apply` last left on each host, and the quick drift check on it.
+
+Every apply (and `drift --fix`) records, per host, from its own events (no extra round trip):
+each file a template, copy or file task wrote or checked (path, type, SHA-1, mode, owner,
+group), each path a file task removed, and each unit a systemd task enabled or disabled. The
+record is merged per entry into `.runs/<stack>/manifest/<host>.json`, so a run limited by
+--tags or --limit keeps the rest. `superpod drift --quick` compares each host with its record
+in one module call per host (playbooks/library/superpod_manifest_check.py): seconds, where the
+full check (site.yml in check mode) takes minutes. It answers "has anything we manage changed
+since the last apply", not "does the host match the plan": a spec changed since, packages,
+running sysctls and kernel state are the full check's. Delegated tasks (the controller's build
+cache) and no_log results are not recorded: a record never holds what Ansible was told to hide.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+from topology.render.files import write_atomic
+
+PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
+                "template", "copy", "file"}
+UNIT_MODULES = {"ansible.builtin.systemd_service", "ansible.builtin.systemd", "systemd_service", "systemd"}
+PATH_STATES = ("file", "directory", "absent")
+QUICK_PLAYBOOK = Path(__file__).parent / "playbooks" / "quick_drift.yml"
+QUICK_TASK = "Compare files and units with the record"
+
+
+def _results(res: dict) -> Iterator[dict]:
+    """A task's result, or each item's for a loop."""
+    items = res.get("results")
+    yield from (items if isinstance(items, list) else [res])
+
+
+def _entry(action: str, res: dict) -> tuple[str, dict] | None:
+    if not isinstance(res, dict) or "censored" in res or res.get("skipped") or res.get("failed") \
+            or res.get("_ansible_no_log") or res.get("_ansible_delegated_vars"):
+        return None
+    if action in UNIT_MODULES:
+        if isinstance(res.get("enabled"), bool) and res.get("name"):
+            return f"unit:{res['name']}", {"unit": res["name"], "enabled": res["enabled"]}
+        return None
+    path, state = res.get("dest") or res.get("path"), res.get("state")
+    if not path or state not in PATH_STATES:
+        return None
+    entry = {"path": path, "state": state}
+    if state == "file" and res.get("checksum"):
+        entry["checksum"] = res["checksum"]
+    if state != "absent":
+        entry |= {k: res[k] for k in ("mode", "owner", "group") if res.get(k)}
+    return f"path:{path}", entry
+
+
+def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
+    """host -> {key: entry} from a run's events, later results over earlier ones."""
+    out: dict[str, dict[str, dict]] = {}
+    for event in events:
+        if event.get("event") != "runner_on_ok":
+            continue
+        data = event.get("event_data") or {}
+        action = data.get("resolved_action") or data.get("task_action") or ""
+        if action not in PATH_MODULES and action not in UNIT_MODULES:
+            continue
+        res = data.get("res") or {}
+        if res.get("_ansible_delegated_vars") or "censored" in res:
+            continue
+        for item in _results(res):
+            found = _entry(action, item)
+            if found:
+                out.setdefault(data.get("host", "?"), {})[found[0]] = found[1]
+    return out
+
+
+def record(manifest_dir: Path, events: Iterable[dict]) -> list[str]:
+    """Merges a run's entries into each host's record; returns the hosts recorded."""
+    hosts = entries_from_events(events)
+    for host, entries in sorted(hosts.items()):
+        path = Path(manifest_dir) / f"{host}.json"
+        old = {_key(e): e for e in load(path)}
+        merged = old | entries
+        write_atomic(path, json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n")
+    return sorted(hosts)
+
+
+def _key(entry: dict) -> str:
+    return f"unit:{entry['unit']}" if "unit" in entry else f"path:{entry['path']}"
+
+
+def load(path: Path) -> list[dict]:
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return []
+
+
+def quick_results(events: Iterable[dict]) -> tuple[dict[str, list[dict]], dict[str, str]]:
+    """(host -> drift entries, host -> problem) from a quick check's events."""
+    drift: dict[str, list[dict]] = {}
+    problems: dict[str, str] = {}
+    for event in events:
+        kind = event.get("event")
+        data = event.get("event_data") or {}
+        host, res = data.get("host", "?"), data.get("res") or {}
+        if kind == "runner_on_ok" and data.get("task") == QUICK_TASK:
+            drift[host] = list(res.get("drift") or [])
+        elif kind == "runner_on_unreachable" or (kind == "runner_on_failed" and not data.get("ignore_errors")):
+            problems[host] = " ".join(str(res.get("msg") or kind).split())[:500]
+    return drift, problems
