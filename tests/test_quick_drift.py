@@ -11,6 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from tests.conftest import ROOT
 from topology.cli import app
 from topology.operate import manifest
 
@@ -60,7 +61,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     (project / "inventories" / "lab" / "hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
-    (project / "ansible.cfg").write_text("[defaults]\n")
+    (project / "ansible.cfg").write_text(f"[defaults]\nlibrary = {ROOT / 'roles/rail_network/library'}\n")
     (project / "site.yml").write_text(f"""
 - hosts: all
   gather_facts: false
@@ -72,6 +73,14 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     - ansible.builtin.file: {{path: {managed}/conf.d/old.conf, state: absent}}
     - ansible.builtin.copy: {{content: "secret\\n", dest: {managed}/token, mode: "0600"}}
       no_log: true
+    - ansible.builtin.file: {{path: {managed}/rails, state: directory, mode: "0755"}}
+    - rail_network_files:  # several files in one call: each reported as `managed`
+        dir: {managed}/rails
+        prefix: "rail"
+        files: {{rail0.network: "[Match]\\nName=rail0\\n", rail1.network: "[Match]\\nName=rail1\\n"}}
+        owner: root
+        group: root
+        mode: "0644"
 """)
     return project, managed
 
@@ -88,7 +97,8 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
     assert _cli("apply", *base).exit_code == 0
     record = manifest.load(project / ".runs" / "lab" / "manifest" / "localhost.json")
     assert {e["path"] for e in record} == {f"{managed}/conf.d", *(f"{managed}/conf.d/{n}.conf" for n in "abc"),
-                                          f"{managed}/conf.d/old.conf"}  # no_log's token: not recorded
+                                          f"{managed}/conf.d/old.conf", f"{managed}/rails",
+                                          *(f"{managed}/rails/rail{n}.network" for n in "01")}  # not no_log's token
     clean = _cli("drift", *base, "--quick", "--json")
     assert clean.exit_code == 0, clean.output
     assert json.loads(clean.stdout)["hosts"] == {"localhost": {"status": "clean", "drift": [], "problem": ""}}
@@ -98,12 +108,14 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
     (managed / "conf.d" / "c.conf").unlink()  # deleted
     (managed / "conf.d" / "old.conf").write_text("back\n")  # a removed file come back
     (managed / "token").write_text("changed\n")  # not recorded: not reported
+    (managed / "rails" / "rail1.network").write_text("[Match]\nName=eth9\n")
     found = _cli("drift", *base, "--quick", "--json")
     assert found.exit_code == 1, found.output
     report = json.loads(found.stdout)
     assert report["drifted_hosts"] == ["localhost"]
-    assert {(d["what"].removeprefix(f"{managed}/conf.d/"), d["kind"]) for d in report["hosts"]["localhost"]["drift"]} \
-        == {("a.conf", "content"), ("b.conf", "mode"), ("c.conf", "missing"), ("old.conf", "present")}
+    assert {(d["what"].removeprefix(f"{managed}/"), d["kind"]) for d in report["hosts"]["localhost"]["drift"]} == {
+        ("conf.d/a.conf", "content"), ("conf.d/b.conf", "mode"), ("conf.d/c.conf", "missing"),
+        ("conf.d/old.conf", "present"), ("rails/rail1.network", "content")}
 
     assert _cli("apply", *base).exit_code == 0  # re-applied: clean again
     assert _cli("drift", *base, "--quick").exit_code == 0

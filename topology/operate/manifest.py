@@ -2,7 +2,8 @@
 
 Every apply (and `drift --fix`) records, per host, from its own events (no extra round trip):
 each file a template, copy or file task wrote or checked (path, type, SHA-1, mode, owner,
-group), each path a file task removed, and each unit a systemd task enabled or disabled. The
+group), each path a file task removed, each unit a systemd task enabled or disabled, and the
+files a module of ours reports as `managed` (rail_network_files: one call for every rail). The
 record is merged per entry into `.runs/<stack>/manifest/<host>.json`, so a run limited by
 --tags or --limit keeps the rest. `superpod drift --quick` compares each host with its record
 in one module call per host (playbooks/library/superpod_manifest_check.py): seconds, where the
@@ -23,6 +24,7 @@ from topology.render.files import write_atomic
 PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
                 "template", "copy", "file"}
 UNIT_MODULES = {"ansible.builtin.systemd_service", "ansible.builtin.systemd", "systemd_service", "systemd"}
+SET_MODULES = {"rail_network_files"}  # ours: they report each file they keep as `managed`
 PATH_STATES = ("file", "directory", "absent")
 QUICK_PLAYBOOK = Path(__file__).parent / "playbooks" / "quick_drift.yml"
 QUICK_TASK = "Compare files and units with the record"
@@ -34,10 +36,23 @@ def _results(res: dict) -> Iterator[dict]:
     yield from (items if isinstance(items, list) else [res])
 
 
-def _entry(action: str, res: dict) -> tuple[str, dict] | None:
+def _entries(action: str, res: dict) -> Iterator[tuple[str, dict]]:
+    """A result's entries: one for a file or unit task; a module of ours that writes several
+    files reports each as `managed` (roles/rail_network/library/rail_network_files.py)."""
     if not isinstance(res, dict) or "censored" in res or res.get("skipped") or res.get("failed") \
             or res.get("_ansible_no_log") or res.get("_ansible_delegated_vars"):
-        return None
+        return
+    if action in SET_MODULES:
+        for e in res.get("managed") or []:
+            if isinstance(e, dict) and e.get("path") and e.get("state") in PATH_STATES:
+                yield f"path:{e['path']}", {k: e[k] for k in ("path", "state", *_ATTRS) if e.get(k)}
+    elif action in PATH_MODULES or action in UNIT_MODULES:
+        found = _entry(action, res)
+        if found:
+            yield found
+
+
+def _entry(action: str, res: dict) -> tuple[str, dict] | None:
     if action in UNIT_MODULES:
         if isinstance(res.get("enabled"), bool) and res.get("name"):
             return f"unit:{res['name']}", {"unit": res["name"], "enabled": res["enabled"]}
@@ -49,8 +64,11 @@ def _entry(action: str, res: dict) -> tuple[str, dict] | None:
     if state == "file" and res.get("checksum"):
         entry["checksum"] = res["checksum"]
     if state != "absent":
-        entry |= {k: res[k] for k in ("mode", "owner", "group") if res.get(k)}
+        entry |= {k: res[k] for k in _ATTRS[1:] if res.get(k)}
     return f"path:{path}", entry
+
+
+_ATTRS = ("checksum", "mode", "owner", "group")
 
 
 def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
@@ -61,15 +79,12 @@ def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
             continue
         data = event.get("event_data") or {}
         action = data.get("resolved_action") or data.get("task_action") or ""
-        if action not in PATH_MODULES and action not in UNIT_MODULES:
-            continue
         res = data.get("res") or {}
         if res.get("_ansible_delegated_vars") or "censored" in res:
             continue
         for item in _results(res):
-            found = _entry(action, item)
-            if found:
-                out.setdefault(data.get("host", "?"), {})[found[0]] = found[1]
+            for key, entry in _entries(action, item):
+                out.setdefault(data.get("host", "?"), {})[key] = entry
     return out
 
 

@@ -5,6 +5,7 @@ list the files with the role's prefix that are not in the set (rails no longer p
 
 from __future__ import annotations
 
+import hashlib
 import os
 
 from ansible.module_utils.basic import AnsibleModule
@@ -28,6 +29,11 @@ options:
 RETURN = r"""
 written: {description: Paths written (or that would be, in check mode)., type: list}
 stale: {description: Paths with the prefix that are not in files., type: list}
+managed:
+  description:
+    - Each file of the set as it is now (path, state, SHA-1 checksum, mode, owner, group), for
+      the record `superpod drift --quick` compares with (topology/operate/manifest.py).
+  type: list
 """
 
 
@@ -86,7 +92,12 @@ def main() -> None:
     planned = {os.path.join(directory, name) for name in p["files"]}
     stale = sorted(os.path.join(directory, n) for n in os.listdir(directory)
                    if n.startswith(p["prefix"]) and os.path.join(directory, n) not in planned)
-    module.exit_json(changed=changed, written=written, stale=stale, diff=diffs)
+    mode = p["mode"] if isinstance(p["mode"], int) else int(str(p["mode"]), 8)
+    managed = [{"path": os.path.join(directory, name), "state": "file",
+                "checksum": hashlib.sha1(str(content).encode("utf-8")).hexdigest(),  # the copy module's checksum
+                "mode": f"{mode:04o}", "owner": p["owner"], "group": p["group"]}
+               for name, content in sorted(p["files"].items())]
+    module.exit_json(changed=changed, written=written, stale=stale, managed=managed, diff=diffs)
 
 
 if __name__ == "__main__":
