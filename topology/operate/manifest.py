@@ -19,6 +19,7 @@ import json
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
+from topology.operate.events import host_problems
 from topology.render.files import write_atomic
 
 PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
@@ -36,7 +37,10 @@ def _results(res: dict) -> Iterator[dict]:
     yield from (items if isinstance(items, list) else [res])
 
 
-def _entries(action: str, res: dict) -> Iterator[tuple[str, dict]]:
+_FILE_ATTRS = ("mode", "owner", "group")
+
+
+def _entries(action: str, res: dict) -> Iterator[dict]:
     """A result's entries: one for a file or unit task; a module of ours that writes several
     files reports each as `managed` (roles/rail_network/library/rail_network_files.py)."""
     if not isinstance(res, dict) or "censored" in res or res.get("skipped") or res.get("failed") \
@@ -45,30 +49,23 @@ def _entries(action: str, res: dict) -> Iterator[tuple[str, dict]]:
     if action in SET_MODULES:
         for e in res.get("managed") or []:
             if isinstance(e, dict) and e.get("path") and e.get("state") in PATH_STATES:
-                yield f"path:{e['path']}", {k: e[k] for k in ("path", "state", *_ATTRS) if e.get(k)}
-    elif action in PATH_MODULES or action in UNIT_MODULES:
-        found = _entry(action, res)
-        if found:
-            yield found
-
-
-def _entry(action: str, res: dict) -> tuple[str, dict] | None:
-    if action in UNIT_MODULES:
+                yield {k: e[k] for k in ("path", "state", "checksum", *_FILE_ATTRS) if e.get(k)}
+    elif action in UNIT_MODULES:
         if isinstance(res.get("enabled"), bool) and res.get("name"):
-            return f"unit:{res['name']}", {"unit": res["name"], "enabled": res["enabled"]}
-        return None
-    path, state = res.get("dest") or res.get("path"), res.get("state")
-    if not path or state not in PATH_STATES:
-        return None
-    entry = {"path": path, "state": state}
-    if state == "file" and res.get("checksum"):
-        entry["checksum"] = res["checksum"]
-    if state != "absent":
-        entry |= {k: res[k] for k in _ATTRS[1:] if res.get(k)}
-    return f"path:{path}", entry
+            yield {"unit": res["name"], "enabled": res["enabled"]}
+    elif action in PATH_MODULES:
+        path, state = res.get("dest") or res.get("path"), res.get("state")
+        if path and state in PATH_STATES:
+            entry = {"path": path, "state": state}
+            if state == "file" and res.get("checksum"):
+                entry["checksum"] = res["checksum"]
+            if state != "absent":
+                entry |= {k: res[k] for k in _FILE_ATTRS if res.get(k)}
+            yield entry
 
 
-_ATTRS = ("checksum", "mode", "owner", "group")
+def _key(entry: dict) -> str:
+    return f"unit:{entry['unit']}" if "unit" in entry else f"path:{entry['path']}"
 
 
 def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
@@ -80,11 +77,11 @@ def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
         data = event.get("event_data") or {}
         action = data.get("resolved_action") or data.get("task_action") or ""
         res = data.get("res") or {}
-        if res.get("_ansible_delegated_vars") or "censored" in res:
+        if res.get("_ansible_delegated_vars") or "censored" in res:  # a loop's items may not say so
             continue
         for item in _results(res):
-            for key, entry in _entries(action, item):
-                out.setdefault(data.get("host", "?"), {})[key] = entry
+            for entry in _entries(action, item):
+                out.setdefault(data.get("host", "?"), {})[_key(entry)] = entry
     return out
 
 
@@ -99,10 +96,6 @@ def record(manifest_dir: Path, events: Iterable[dict]) -> list[str]:
     return sorted(hosts)
 
 
-def _key(entry: dict) -> str:
-    return f"unit:{entry['unit']}" if "unit" in entry else f"path:{entry['path']}"
-
-
 def load(path: Path) -> list[dict]:
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
@@ -110,16 +103,11 @@ def load(path: Path) -> list[dict]:
         return []
 
 
-def quick_results(events: Iterable[dict]) -> tuple[dict[str, list[dict]], dict[str, str]]:
+def quick_results(events: list[dict]) -> tuple[dict[str, list[dict]], dict[str, str]]:
     """(host -> drift entries, host -> problem) from a quick check's events."""
-    drift: dict[str, list[dict]] = {}
-    problems: dict[str, str] = {}
+    drift = {}
     for event in events:
-        kind = event.get("event")
         data = event.get("event_data") or {}
-        host, res = data.get("host", "?"), data.get("res") or {}
-        if kind == "runner_on_ok" and data.get("task") == QUICK_TASK:
-            drift[host] = list(res.get("drift") or [])
-        elif kind == "runner_on_unreachable" or (kind == "runner_on_failed" and not data.get("ignore_errors")):
-            problems[host] = " ".join(str(res.get("msg") or kind).split())[:500]
-    return drift, problems
+        if event.get("event") == "runner_on_ok" and data.get("task") == QUICK_TASK:
+            drift[data.get("host", "?")] = list((data.get("res") or {}).get("drift") or [])
+    return drift, {p.host: p.message for p in host_problems(events)}

@@ -114,6 +114,10 @@ def network(cidr: str) -> netaddr.IPNetwork:
     return netaddr.IPNetwork(cidr)
 
 
+def _v4(addr: str) -> int:
+    return int.from_bytes(socket.inet_aton(addr), "big")
+
+
 def network_key(cidr: str) -> tuple:
     """netaddr's order of networks (version, first address, prefix length), for IPv4 without an
     IPNetwork per subnet: a 100k-GPU pod sorts some 300k rail /31s, each parsed once here."""
@@ -121,7 +125,7 @@ def network_key(cidr: str) -> tuple:
     if ":" in addr:
         return network(cidr).sort_key()
     plen = int(length) if length else 32
-    value = int.from_bytes(socket.inet_aton(addr), "big")
+    value = _v4(addr)
     first = value & ~((1 << (32 - plen)) - 1)
     return 4, first, plen - 1, value - first
 
@@ -130,7 +134,7 @@ def address_key(addr: str) -> tuple:
     """netaddr's order of addresses (IPv4 before IPv6, then by value), without an IPAddress each."""
     if ":" in addr:
         return 6, int(netaddr.IPAddress(addr))
-    return 4, int.from_bytes(socket.inet_aton(addr), "big")
+    return 4, _v4(addr)
 
 
 def _bounds(cidr: str) -> netaddr.IPNetwork | _Bounds:
@@ -139,7 +143,7 @@ def _bounds(cidr: str) -> netaddr.IPNetwork | _Bounds:
     if ":" in addr or not length:
         return netaddr.IPNetwork(cidr)
     host = (1 << (32 - int(length))) - 1
-    first = int.from_bytes(socket.inet_aton(addr), "big") & ~host
+    first = _v4(addr) & ~host
     return _Bounds(first, first | host)
 
 
