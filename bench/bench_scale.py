@@ -4,6 +4,7 @@ once, then for each size the floor (`ansible -m setup`) and a no-op run of the r
 first N hosts (`--limit`).
 
     .venv/bin/python bench/bench_scale.py [--sizes 4,8,16] [--forks N] [--tasks 20]
+                                          [--strategies linear,mitogen_linear]
 
 The role has the shape of this project's roles, per --tasks block of five: a stat, a
 set_fact, a read-only command probe, a task skipped by its condition and a template written
@@ -68,6 +69,7 @@ def main() -> None:
     parser.add_argument("--sizes", default="4,8,16", help="host counts, ascending (containers: the largest)")
     parser.add_argument("--forks", type=int, default=50)
     parser.add_argument("--tasks", type=int, default=20, help="tasks in the role (a multiple of 5)")
+    parser.add_argument("--strategies", default="linear", help="strategies to compare, each on every size")
     opts = parser.parse_args()
     sizes = sorted(int(s) for s in opts.sizes.split(","))
     pod = LabPod.__new__(LabPod)
@@ -95,16 +97,19 @@ def main() -> None:
             for n in sizes:
                 limit = ",".join(pod.hosts[:n])
                 floor, _ = run([str(bin_dir / "ansible"), "-i", str(inventory), limit, "-m", "setup", "-o"], env)
-                noop, changed = run([str(bin_dir / "ansible-playbook"), "-i", str(inventory), "--limit", limit,
-                                     str(playbook)], env)
-                rows.append((n, floor, noop, changed))
+                for strategy in opts.strategies.split(","):
+                    noop, changed = run([str(bin_dir / "ansible-playbook"), "-i", str(inventory), "--limit", limit,
+                                         str(playbook)], env | {"ANSIBLE_STRATEGY": strategy})
+                    rows.append((n, strategy, floor, noop, changed))
         finally:
             pod.remove()
     print(f"{sizes[-1]} node containers (boot {boot:.0f} s), {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f}, "
           f"forks {opts.forks}, role of {opts.tasks} tasks, SSH with pipelining and ControlPersist")
-    print(f"{'hosts':>5} {'floor s':>8} {'no-op s':>8} {'x floor':>8} {'ms/host/task':>13} {'changed':>8}")
-    for n, floor, noop, changed in rows:
-        print(f"{n:5d} {floor:8.1f} {noop:8.1f} {noop / floor:8.1f} {1000 * noop / n / opts.tasks:13.0f} {changed:8d}")
+    print(f"{'hosts':>5} {'strategy':>15} {'floor s':>8} {'no-op s':>8} {'x floor':>8} {'ms/host/task':>13} "
+          f"{'changed':>8}")
+    for n, strategy, floor, noop, changed in rows:
+        print(f"{n:5d} {strategy:>15} {floor:8.1f} {noop:8.1f} {noop / floor:8.1f} "
+              f"{1000 * noop / n / opts.tasks:13.0f} {changed:8d}")
 
 
 if __name__ == "__main__":

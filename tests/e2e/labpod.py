@@ -73,6 +73,10 @@ def wait_booted(name: str) -> None:
         state = docker("exec", name, "systemctl", "is-system-running", "--wait", check=False).stdout.strip()
         if state in ("running", "degraded"):
             return
+        if docker("inspect", "-f", "{{.State.Running}}", name, check=False).stdout.strip() != "true":
+            # Each systemd container takes inotify instances: the host's default of 128 stops at ~24 nodes
+            raise RuntimeError(f"{name}: the container exited while booting; with many nodes, raise the host's "
+                               "fs.inotify.max_user_instances (sysctl, default 128)")
         time.sleep(1)
     raise RuntimeError(f"{name}: systemd did not finish booting (state {state!r})")
 
@@ -167,9 +171,10 @@ class LabPod:
 
 def setup_floor(pod: LabPod, facts_dir: Path, limit: str = "gpu_nodes") -> float:
     """Seconds for `ansible -m setup` on the pod's hosts through the same inventory, overlay,
-    ansible.cfg and connection as superpod: one fact round trip, what no run can beat."""
+    ansible.cfg and connection as superpod: one fact round trip, what no run can beat. Ansible's
+    own floor: the builtin linear strategy, whatever ansible.cfg's strategy for the runs is."""
     env = os.environ | {"ANSIBLE_CONFIG": str(ROOT / "ansible.cfg"), "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts_dir),
-                        "ANSIBLE_NOCOLOR": "1"}
+                        "ANSIBLE_NOCOLOR": "1", "ANSIBLE_STRATEGY": "linear"}
     ansible = Path(sys.executable).parent / "ansible"
     t0 = time.monotonic()
     proc = subprocess.run([str(ansible), "-i", str(pod.inventory_dir), "-i", str(pod.overlay), limit, "-m", "setup",
