@@ -1,23 +1,68 @@
 """Jinja filters the roles share (ansible.cfg's filter_plugins; molecule/base.yml for the scenarios).
 
+The installed packages are read with one query command (superpod_package_query: dpkg-query or
+rpm) whose registered result superpod_installed_packages parses, not with package_facts: that
+module always stores the list as a host fact, and Ansible decodes and copies a host's facts for
+every task it runs there (the list was 60% of a node's facts and of that per-task cost).
+
 superpod_missing_packages: of the packages a role wants, those this node lacks, read from the
-installed packages site.yml's pre_task registered in this run (superpod_package_facts). Roles
-call their package manager only for a non-empty result, instead of once per role on a converged
-node (each call opens the package cache: seconds per role in a no-op apply)."""
+installed packages site.yml's pre_task registered in this run (superpod_package_facts; a role
+that reads them again, as nvidia_driver does after installing, sets that variable to its read).
+Roles call their package manager only for a non-empty result, instead of once per role on a
+converged node (each call opens the package cache: seconds per role in a no-op apply)."""
 
 from __future__ import annotations
 
 import fnmatch
 from collections.abc import Mapping
 
+# One line per package, tab-separated. dpkg: the status abbreviation's second letter is the
+# current state ("i": installed; "rc" is removed with its configuration left).
+_DPKG_QUERY = ["dpkg-query", "--show", "--showformat", "${db:Status-Abbrev}\t${Package}\t${Version}\t${Architecture}\n"]
+_RPM_QUERY = ["rpm", "--query", "--all", "--queryformat", "%{NAME}\t%{EPOCHNUM}\t%{VERSION}\t%{RELEASE}\t%{ARCH}\n"]
 
-def _installed(facts) -> Mapping | None:
-    """The packages of a fresh package_facts result, or None (no fresh read: the role ran alone,
-    the read failed, or only the fact cache's list exists, which may be an hour old)."""
-    if not isinstance(facts, Mapping):
+
+def superpod_package_query(os_family) -> list[str]:
+    """The command (argv) that lists a node's installed packages for superpod_installed_packages;
+    a family it does not know gets `false` (no read: the roles install as they always did)."""
+    return {"Debian": _DPKG_QUERY, "RedHat": _RPM_QUERY}.get(str(os_family), ["false"])
+
+
+def _parse_dpkg(lines) -> dict:
+    installed: dict[str, list] = {}
+    for line in lines:
+        status, name, version, arch = (line.split("\t") + ["", "", "", ""])[:4]
+        if len(status) >= 2 and status[1] == "i" and name:
+            installed.setdefault(name, []).append({"name": name, "version": version, "arch": arch,
+                                                   "source": "apt"})
+    return installed
+
+
+def _parse_rpm(lines) -> dict:
+    installed: dict[str, list] = {}
+    for line in lines:
+        fields = line.split("\t")
+        if len(fields) == 5 and fields[0]:
+            name, epoch, version, release, arch = fields
+            installed.setdefault(name, []).append({"name": name, "epoch": None if epoch in ("", "0") else epoch,
+                                                   "version": version, "release": release, "arch": arch,
+                                                   "source": "rpm"})
+    return installed
+
+
+def superpod_installed_packages(read) -> Mapping | None:
+    """name -> [{name, version, arch, source, (rpm:) release, epoch}], as package_facts lists them,
+    from a registered superpod_package_query run (or a package_facts result); None when there
+    is no usable read (none, skipped, failed, an unknown family)."""
+    if not isinstance(read, Mapping) or read.get("skipped") or read.get("failed"):
         return None
-    packages = (facts.get("ansible_facts") or {}).get("packages")
-    return packages if isinstance(packages, Mapping) else None
+    packages = (read.get("ansible_facts") or {}).get("packages")
+    if isinstance(packages, Mapping):
+        return packages
+    if read.get("rc") != 0 or not isinstance(read.get("stdout"), str) or not isinstance(read.get("cmd"), list):
+        return None
+    lines = read["stdout"].splitlines()
+    return _parse_rpm(lines) if read["cmd"][:1] == ["rpm"] else _parse_dpkg(lines)
 
 
 def _versions(entry: Mapping) -> set[str]:
@@ -50,25 +95,23 @@ def _present(wanted: str, installed: Mapping, separator: str) -> bool:
     return False
 
 
-def superpod_missing_packages(wanted, fresh_read, facts=None, separator: str = "="):
+def superpod_missing_packages(wanted, fresh_read, separator: str = "="):
     """The entries of `wanted` (names, or name<separator>version pins) not installed as asked,
-    in order. fresh_read: site.yml's registered package_facts result of this run; facts: the
-    host's ansible_facts, whose packages a role may have read again since (after installing or
-    removing some), else the fresh read's list is used. Without a fresh read every entry: the
-    install task runs as it always did and the package manager decides. A pinned package
-    installed at another version is missing."""
+    in order. fresh_read: the package read of this run (site.yml's superpod_package_facts, or a
+    role's later read). Without a fresh read every entry: the install task runs as it always
+    did and the package manager decides (a host fact list, possibly an hour old in the fact
+    cache, is never used). A pinned package installed at another version is missing."""
     if isinstance(wanted, str):
         wanted = [wanted]
     wanted = [str(w) for w in wanted]
-    installed = _installed(fresh_read)
+    installed = superpod_installed_packages(fresh_read)
     if installed is None:
         return wanted
-    current = facts.get("packages") if isinstance(facts, Mapping) else None
-    if isinstance(current, Mapping):
-        installed = current
     return [w for w in wanted if not _present(w, installed, separator)]
 
 
 class FilterModule:
     def filters(self):
-        return {"superpod_missing_packages": superpod_missing_packages}
+        return {"superpod_missing_packages": superpod_missing_packages,
+                "superpod_installed_packages": superpod_installed_packages,
+                "superpod_package_query": superpod_package_query}

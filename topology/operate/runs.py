@@ -171,6 +171,9 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         "ident": "run",
         "quiet": True,
         "suppress_env_files": True,  # no env/ files with environment values in the run dir
+        # ansible-runner points the fact cache into each run's artifacts (over envvars): a
+        # fresh, empty cache every run. An absolute path here is where it keeps it instead.
+        "fact_cache": str(req.runs_root.resolve() / "facts"),
     }
     if cmdline:
         kwargs["cmdline"] = " ".join(cmdline)
