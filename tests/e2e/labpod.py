@@ -191,7 +191,8 @@ def superpod(*args: str, timeout: int = 2700) -> subprocess.CompletedProcess:
 
 
 def last_run(runs_dir: Path, stack: str, kind: str) -> Path:
-    return sorted((runs_dir / stack).glob(f"*-{kind}"))[-1]
+    """The newest run of exactly that kind (`drift` is not `...-quick-drift`)."""
+    return sorted(p for p in (runs_dir / stack).glob(f"*-{kind}") if p.name.partition("Z-")[2] == kind)[-1]
 
 
 def drift_json(proc: subprocess.CompletedProcess) -> dict:
