@@ -46,7 +46,8 @@ def main() -> None:
                         help="ssh (as real nodes: pipelining, ControlPersist) or docker exec")
     parser.add_argument("--forks", type=int, help="superpod --forks (default: ansible.cfg)")
     parser.add_argument("--strategy", default="mitogen_linear", choices=("linear", "free", "mitogen_linear"),
-                        help="ANSIBLE_STRATEGY for every run (default: ansible.cfg's); the floor is always linear")
+                        help="ANSIBLE_STRATEGY for every run (default: mitogen_linear, ansible.cfg's); the floor is "
+                             "always linear")
     parser.add_argument("--runs-dir", type=Path, help="keep the runs (events) here (default: a temporary directory)")
     opts = parser.parse_args()
     os.environ["ANSIBLE_STRATEGY"] = opts.strategy

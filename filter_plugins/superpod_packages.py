@@ -28,25 +28,28 @@ def superpod_package_query(os_family) -> list[str]:
     return {"Debian": _DPKG_QUERY, "RedHat": _RPM_QUERY}.get(str(os_family), ["false"])
 
 
-def _parse_dpkg(lines) -> dict:
-    installed: dict[str, list] = {}
-    for line in lines:
-        status, name, version, arch = (line.split("\t") + ["", "", "", ""])[:4]
-        if len(status) >= 2 and status[1] == "i" and name:
-            installed.setdefault(name, []).append({"name": name, "version": version, "arch": arch,
-                                                   "source": "apt"})
-    return installed
+def _dpkg_entry(line: str) -> dict | None:
+    status, name, version, arch = (line.split("\t") + ["", "", "", ""])[:4]
+    if len(status) >= 2 and status[1] == "i" and name:
+        return {"name": name, "version": version, "arch": arch, "source": "apt"}
+    return None
 
 
-def _parse_rpm(lines) -> dict:
+def _rpm_entry(line: str) -> dict | None:
+    fields = line.split("\t")
+    if len(fields) != 5 or not fields[0]:
+        return None
+    name, epoch, version, release, arch = fields
+    return {"name": name, "epoch": None if epoch in ("", "0") else epoch, "version": version, "release": release,
+            "arch": arch, "source": "rpm"}
+
+
+def _grouped(entries) -> dict:
+    """name -> its entries (one per architecture installed), as package_facts groups them."""
     installed: dict[str, list] = {}
-    for line in lines:
-        fields = line.split("\t")
-        if len(fields) == 5 and fields[0]:
-            name, epoch, version, release, arch = fields
-            installed.setdefault(name, []).append({"name": name, "epoch": None if epoch in ("", "0") else epoch,
-                                                   "version": version, "release": release, "arch": arch,
-                                                   "source": "rpm"})
+    for entry in entries:
+        if entry:
+            installed.setdefault(entry["name"], []).append(entry)
     return installed
 
 
@@ -61,8 +64,8 @@ def superpod_installed_packages(read) -> Mapping | None:
         return packages
     if read.get("rc") != 0 or not isinstance(read.get("stdout"), str) or not isinstance(read.get("cmd"), list):
         return None
-    lines = read["stdout"].splitlines()
-    return _parse_rpm(lines) if read["cmd"][:1] == ["rpm"] else _parse_dpkg(lines)
+    entry = _rpm_entry if read["cmd"][:1] == ["rpm"] else _dpkg_entry
+    return _grouped(map(entry, read["stdout"].splitlines()))
 
 
 def _versions(entry: Mapping) -> set[str]:

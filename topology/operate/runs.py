@@ -146,11 +146,12 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         cmdline += ["--check", "--diff"]
     if req.vault_password_file:
         cmdline += ["--vault-password-file", str(req.vault_password_file.resolve())]
+    facts_dir = req.runs_root / "facts"  # one fact cache per stack, next to its runs
     envvars = {
         "ANSIBLE_CONFIG": str(project_dir / "ansible.cfg"),
         "ANSIBLE_ROLES_PATH": str(project_dir / "roles"),
-        # one fact cache per stack, next to its runs (a cache shared by stacks would mix hosts)
-        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(req.runs_root / "facts"),
+        # (a cache shared by stacks would mix hosts)
+        "ANSIBLE_CACHE_PLUGIN_CONNECTION": str(facts_dir),
         # ansible-runner turns host key checking off unless told; keep the operator's choice (default on)
         "ANSIBLE_HOST_KEY_CHECKING": os.environ.get("ANSIBLE_HOST_KEY_CHECKING", "True"),
         "ANSIBLE_NOCOLOR": "1",
@@ -173,7 +174,7 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         "suppress_env_files": True,  # no env/ files with environment values in the run dir
         # ansible-runner points the fact cache into each run's artifacts (over envvars): a
         # fresh, empty cache every run. An absolute path here is where it keeps it instead.
-        "fact_cache": str(req.runs_root.resolve() / "facts"),
+        "fact_cache": str(facts_dir.resolve()),
     }
     if cmdline:
         kwargs["cmdline"] = " ".join(cmdline)
