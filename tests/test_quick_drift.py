@@ -43,6 +43,11 @@ def test_record_keeps_files_removed_paths_and_units_and_skips_what_it_must_not_h
         "path:/etc/d": {"path": "/etc/d", "state": "directory", "mode": "0755"},
         "path:/etc/gone": {"path": "/etc/gone", "state": "absent"},
         "unit:x.service": {"unit": "x.service", "enabled": True},
+        # what the checks also keep: the units' running state; a result hidden by no_log, as
+        # something the check cannot replay (such a host is never skipped as converged)
+        "unit_active:x.service": {"unit_active": "x.service", "active": True},
+        "unit_active:y.service": {"unit_active": "y.service", "active": True},
+        "unverifiable:no_log:": {"unverifiable": "no_log", "task": ""},
     }
     assert got["n2"] == {"path:/etc/b.conf": {"path": "/etc/b.conf", "state": "file", "mode": "0600"}}
 
@@ -81,6 +86,14 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         owner: root
         group: root
         mode: "0644"
+    - ansible.builtin.copy: {{content: "v1\n", dest: {managed}/live, mode: "0644"}}
+      when: not ansible_check_mode
+    - name: Read the live value  # a declared read: the record keeps it and the check runs it again
+      ansible.builtin.command: cat {managed}/live
+      check_mode: false
+      changed_when: false
+    - name: Find the drop-ins
+      ansible.builtin.find: {{paths: {managed}/conf.d, patterns: "*.conf"}}
 """)
     return project, managed
 
@@ -96,12 +109,20 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
     assert quick.exit_code == 2 and "--quick: no record of an apply" in quick.output  # nothing recorded yet
     assert _cli("apply", *base).exit_code == 0
     record = manifest.load(project / ".runs" / "lab" / "manifest" / "localhost.json")
-    assert {e["path"] for e in record} == {f"{managed}/conf.d", *(f"{managed}/conf.d/{n}.conf" for n in "abc"),
-                                          f"{managed}/conf.d/old.conf", f"{managed}/rails",
-                                          *(f"{managed}/rails/rail{n}.network" for n in "01")}  # not no_log's token
+    assert {e["path"] for e in record if "path" in e} == {
+        f"{managed}/conf.d", *(f"{managed}/conf.d/{n}.conf" for n in "abc"), f"{managed}/conf.d/old.conf",
+        f"{managed}/rails", *(f"{managed}/rails/rail{n}.network" for n in "01"), f"{managed}/live"}  # not the token
+    no_log = {"unverifiable": "no_log", "task": "ansible.builtin.copy"}
+    reads = [{k: e[k] for k in ("probe", "rc") if k in e} | {k: e[k] for k in ("find", "matched") if k in e}
+             for e in record if "probe" in e or "find" in e]
+    assert sorted(reads, key=str) == sorted([
+        {"probe": "Read the live value", "rc": 0},
+        {"find": "Find the drop-ins", "matched": [f"{managed}/conf.d/{n}.conf" for n in "abc"]}], key=str)
+    assert no_log in record  # the no_log task's result is not kept, only that it could not be
     clean = _cli("drift", *base, "--quick", "--json")
     assert clean.exit_code == 0, clean.output
-    assert json.loads(clean.stdout)["hosts"] == {"localhost": {"status": "clean", "drift": [], "problem": ""}}
+    assert json.loads(clean.stdout)["hosts"] == {"localhost": {
+        "status": "clean", "drift": [], "problem": "", "not_checked": [{"what": "no_log", "task": no_log["task"]}]}}
 
     (managed / "conf.d" / "a.conf").write_text("a = 9\n")  # edited by hand
     (managed / "conf.d" / "b.conf").chmod(0o644)  # loosened
@@ -109,13 +130,17 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
     (managed / "conf.d" / "old.conf").write_text("back\n")  # a removed file come back
     (managed / "token").write_text("changed\n")  # not recorded: not reported
     (managed / "rails" / "rail1.network").write_text("[Match]\nName=eth9\n")
+    (managed / "live").write_text("v2\n")  # what a read reads
     found = _cli("drift", *base, "--quick", "--json")
     assert found.exit_code == 1, found.output
     report = json.loads(found.stdout)
     assert report["drifted_hosts"] == ["localhost"]
     assert {(d["what"].removeprefix(f"{managed}/"), d["kind"]) for d in report["hosts"]["localhost"]["drift"]} == {
         ("conf.d/a.conf", "content"), ("conf.d/b.conf", "mode"), ("conf.d/c.conf", "missing"),
-        ("conf.d/old.conf", "present"), ("rails/rail1.network", "content")}
+        ("conf.d/old.conf", "present"), ("rails/rail1.network", "content"), ("live", "content"),
+        ("Read the live value", "output"), ("Find the drop-ins", "matches")}
+    find = next(d for d in report["hosts"]["localhost"]["drift"] if d["kind"] == "matches")
+    assert find["detail"] == f"new: {managed}/conf.d/old.conf; gone: {managed}/conf.d/c.conf"
 
     assert _cli("apply", *base).exit_code == 0  # re-applied: clean again
     assert _cli("drift", *base, "--quick").exit_code == 0

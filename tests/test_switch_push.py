@@ -163,15 +163,23 @@ def test_switch_push_idempotence_drift_and_rollback(switches):
     assert sw.read(SONIC, "/var/lib/fake-sonic/calls").split("\n")[:-1] == ["config reload"]
     assert sw.sh(SONIC, "ls /etc/sonic /etc/sonic/frr | grep -c '~$' || true").strip() == "0"  # no backups left
 
-    # 2. a second apply changes nothing; 3. drift is clean
-    proc = sw.superpod("apply")
+    # 2. a second apply of every task changes nothing; 3. drift is clean, and so is a plain apply:
+    # both switches converged with these inputs, and their record (the running configuration
+    # read again, the files) checks clean, so neither gets the check or apply run
+    proc = sw.superpod("apply", "--full")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert {h: t.changed for h, t in sw.tallies("apply").items()} == {CUMULUS: 0, SONIC: 0}, proc.stdout
-    proc = sw.superpod("drift", "--json")
+    proc = sw.superpod("drift", "--json", "--full")
     report = drift_json(proc)
     assert proc.returncode == 0 and report["drifted_hosts"] == [], json.dumps(report, indent=1)
+    proc = sw.superpod("drift", "--json")
+    report = drift_json(proc)
+    assert proc.returncode == 0 and report["record_clean_hosts"] == [CUMULUS, SONIC], json.dumps(report, indent=1)
+    proc = sw.superpod("apply")
+    assert proc.returncode == 0 and "2 hosts: 2 skipped, changed=0" in proc.stdout, proc.stdout + proc.stderr
 
-    # 4. hand edits on the switches: drift names them with their diffs and changes nothing
+    # 4. hand edits on the switches: drift names them with their diffs and changes nothing (the
+    # record check sees the running configuration read differently, so both get the check run)
     sw.sh(CUMULUS, "sed -i 's/hostname: su01-leaf-rail0/hostname: edited-by-hand/' /var/lib/fake-nvue/applied.yaml")
     sw.sh(SONIC, """python3 -c 'import json; p="/var/lib/fake-sonic/configdb.json"; d=json.load(open(p));
 d["INTERFACE"]["Ethernet0|192.0.2.1/31"] = {}; json.dump(d, open(p, "w"))'""")
@@ -179,6 +187,7 @@ d["INTERFACE"]["Ethernet0|192.0.2.1/31"] = {}; json.dump(d, open(p, "w"))'""")
     proc = sw.superpod("drift", "--json")
     report = drift_json(proc)
     assert proc.returncode == 1 and report["drifted_hosts"] == [CUMULUS, SONIC], json.dumps(report, indent=1)
+    assert report["record_clean_hosts"] == []
     changes = {h: {c["task"]: c["diff"] for c in report["hosts"][h]["changes"]} for h in (CUMULUS, SONIC)}
     assert set(changes[CUMULUS]) == {"Compare the plan with the running configuration"}
     assert "edited-by-hand" in changes[CUMULUS]["Compare the plan with the running configuration"]

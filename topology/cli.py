@@ -255,6 +255,10 @@ RunsOpt = Annotated[Optional[Path], typer.Option("--runs-dir", help="where runs 
 VaultOpt = Annotated[Optional[Path], typer.Option("--vault-password-file", help="ansible-vault password file")]  # noqa: UP045
 ForksOpt = Annotated[Optional[int], typer.Option("--forks", help="parallel hosts (default from ansible.cfg)")]  # noqa: UP045
 PlaybookOpt = Annotated[Optional[Path], typer.Option("--playbook", help="instead of <project-dir>/site.yml")]  # noqa: UP045
+FullOpt = Annotated[bool, typer.Option("--full", help="run every task on every host: no host is skipped as "
+                                        "converged by an earlier full apply")]
+FullAfterOpt = Annotated[float, typer.Option("--full-after", min=0, help="hours after which a host's last full "
+                                             "apply no longer lets it be skipped (0: never skip)")]
 ProgressOpt = Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="live progress (tty: on)")]  # noqa: UP045
 
 
@@ -290,14 +294,21 @@ def apply(
     fresh_facts: Annotated[bool, typer.Option("--fresh-facts", help="gather facts even when cached")] = False,
     playbook: PlaybookOpt = None,
     progress: ProgressOpt = None,
+    full: FullOpt = False,
+    full_after: FullAfterOpt = 24.0,
 ) -> None:
     """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
-    run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error."""
+    run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error.
+    A host a full apply converged with the same playbook, roles and inventory within --full-after
+    hours is skipped when its record (files, units, sysctls, modules, packages) checks clean now."""
+    from datetime import timedelta
+
     from topology.operate import commands
 
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
                        "apply", playbook, fresh_facts)
-    _operate(lambda: commands.apply(req, console, progress))
+    _operate(lambda: commands.apply(req, console, progress, full=full or not full_after,
+                                    full_after=timedelta(hours=full_after)))
 
 
 @app.command()
@@ -316,10 +327,16 @@ def drift(
                                         "(files, units): one task per host, seconds; not the full check")] = False,
     playbook: PlaybookOpt = None,
     progress: ProgressOpt = None,
+    full: FullOpt = False,
+    full_after: FullAfterOpt = 24.0,
 ) -> None:
     """Run site.yml in check+diff mode and report, per host, each task that would change and its
     diff. Exit 0 clean, 1 drift, 2 errors (failed/unreachable host). --fix re-applies. --quick:
-    what changed since the last apply (the files and units it managed), in seconds."""
+    what changed since the last apply (the files and units it managed), in seconds. Without
+    --full, a host a full apply converged with the same inputs within --full-after hours is
+    checked against its record first, and gets the check run only when that shows a change."""
+    from datetime import timedelta
+
     from topology.operate import commands
 
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
@@ -329,7 +346,8 @@ def drift(
             fail(SpecError("--quick", "compares whole hosts with their record: not with --fix or --tags "
                                       "(run `superpod drift --fix` for a fix)"))
         _operate(lambda: commands.quick_drift(req, console, as_json=json_out, progress=progress))
-    _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress))
+    _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress,
+                                    full=full or not full_after, full_after=timedelta(hours=full_after)))
 
 
 # ---- bring-up: validate the cabling against the plan (topology/operate/validate) ---------------

@@ -4,17 +4,18 @@ The typer layer in topology/cli.py only parses options and calls these."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import timedelta
 
 from rich.console import Console
 from rich.markup import escape
 
-from topology.operate import manifest
+from topology.operate import converged, inputs, manifest
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.progress import LiveProgress
 from topology.operate.report import print_drift, print_problems, summary_table, totals_line, write_retry
-from topology.operate.runs import RunOutcome, RunRequest, run_playbook
+from topology.operate.runs import OperateError, RunOutcome, RunRequest, run_playbook
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -24,12 +25,75 @@ def _run(req: RunRequest, console: Console, progress: bool | None, title: str) -
         return run_playbook(req, on_event=live.handle)
 
 
-def apply(req: RunRequest, console: Console, progress: bool | None = None) -> int:
+@dataclass(frozen=True)
+class Skip:
+    """Hosts left out of a run because a full apply converged them and they are unchanged."""
+
+    hosts: list[str]
+    since: str  # the oldest of their full applies
+    rest: RunRequest | None  # the run for every other host, or None when none is left
+
+
+def _skip_converged(req: RunRequest, digest: str, console: Console, progress: bool | None,
+                    full_after: timedelta, fresh_facts: bool) -> Skip | None:
+    """Checks the hosts a full apply converged with these inputs against their record (one task
+    per host); the clean ones are skipped. None when nothing can be skipped."""
+    entries = converged.candidates(req.runs_root / "converged.json", digest, full_after)
+    if not entries:
+        return None
+    check_req = replace(req, kind="converged-check", playbook=manifest.QUICK_PLAYBOOK, tags=None, check=False,
+                        env=(*req.env, ("SUPERPOD_MANIFEST_DIR", str(req.runs_root / "manifest")),
+                             ("SUPERPOD_ONLY_HOSTS", ",".join(sorted(entries))),
+                             ("SUPERPOD_FRESH_FACTS", "1" if fresh_facts else "0")))
+    outcome = _run(check_req, console, progress, f"converged hosts of {req.stack}: record check")
+    found = manifest.quick_results(outcome.events)
+    in_scope = {(e.get("event_data") or {}).get("host") for e in outcome.events
+                if str(e.get("event", "")).startswith("runner_on_")} - {None}
+    if outcome.rc != 0 and not found.problems:  # ansible itself failed: decide nothing from it
+        return None
+    clean = sorted(h for h in entries if found.clean(h))
+    if not clean:
+        return None
+    rest = sorted(in_scope - set(clean))
+    rest_file = outcome.run_dir / "rest.txt"
+    if rest:
+        rest_file.write_text("".join(f"{h}\n" for h in rest), encoding="utf-8")
+    since = min(entries[h]["at"] for h in clean)
+    return Skip(clean, since, replace(req, limit=f"@{rest_file}") if rest else None)
+
+
+def _print_skip(console: Console, skip: Skip, what: str) -> None:
+    names = ", ".join(skip.hosts) if len(skip.hosts) <= 12 else f"{', '.join(skip.hosts[:12])}, ..."
+    console.print(f"{len(skip.hosts)} hosts converged and unchanged ({what}): {names}\n"
+                  f"  each by a full apply since {skip.since} with the same playbook, roles and inventory, "
+                  "and its record (files, units, sysctls, modules, packages) checked clean now; "
+                  "`--full` runs every task", highlight=False)
+
+
+def apply(req: RunRequest, console: Console, progress: bool | None = None, full: bool = False,
+          full_after: timedelta = converged.FULL_AFTER) -> int:
     """Runs site.yml; prints the per-host summary; 0 when every host is ok, 1 when a host
-    failed or was unreachable (the others still ran), 2 when ansible itself failed."""
+    failed or was unreachable (the others still ran), 2 when ansible itself failed.
+    Hosts a full apply converged with the same inputs, checked unchanged now, are skipped
+    (topology/operate/converged.py) unless `full`; a run with --tags is never full."""
+    whole = req.tags is None and not req.check
+    digest = inputs.digest(req) if whole else ""
+    skip = _skip_converged(req, digest, console, progress, full_after, req.fresh_facts) if whole and not full else None
+    if skip:
+        _print_skip(console, skip, "skipped")
+        if skip.rest is None:
+            console.print(f"{len(skip.hosts)} hosts: {len(skip.hosts)} skipped, changed=0 failed=0 unreachable=0",
+                          highlight=False)
+            return EXIT_OK
+        req = skip.rest
     outcome = _run(req, console, progress, f"apply {req.stack}")
-    manifest.record(req.runs_root / "manifest", outcome.events)  # what `drift --quick` compares with
     tallies, problems = host_tallies(outcome.events), host_problems(outcome.events)
+    ok_hosts = converged.converged_hosts(tallies, problems) if whole else []
+    # what `drift --quick` compares with: a whole run saw every entry, so it replaces the host's record
+    manifest.record(req.runs_root / "manifest", outcome.events, replace_hosts=ok_hosts,
+                    facts_dir=req.runs_root / "facts")
+    if whole:
+        converged.record(req.runs_root / "converged.json", digest, outcome.run_dir.name, tallies, problems)
     if tallies:
         console.print(summary_table(tallies, title=f"{req.kind} {req.stack}: per-host summary"))
     print_problems(console, problems)
@@ -50,20 +114,34 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None) -> in
 
 
 def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = False,
-          progress: bool | None = None) -> int:
+          progress: bool | None = None, full: bool = False, full_after: timedelta = converged.FULL_AFTER) -> int:
     """Check + diff run; reports each task that would change, per host. Exit 0 clean, 1 drift,
     2 errors. With fix: re-applies to the drifted hosts only (and only their drifted roles when
-    every drifted task belongs to a role); the exit code is then the fix run's."""
-    check_req = replace(req, kind="drift", check=True, fresh_facts=True)  # drift is about now: no cached facts
-    outcome = _run(check_req, console if not as_json else Console(stderr=True), progress, f"drift {req.stack}")
-    report = DriftReport.from_events(outcome.events, rc=outcome.rc, run_dir=str(outcome.run_dir))
-    write_retry(outcome.run_dir, report.problem_hosts)
+    every drifted task belongs to a role); the exit code is then the fix run's. Hosts a full
+    apply converged with the same inputs are checked against their record first; only the
+    others (and any whose record shows a change) get the check run, unless `full`."""
+    out = Console(stderr=True) if as_json else console
+    skip = None
+    if req.tags is None and not full:
+        skip = _skip_converged(req, inputs.digest(req), out, progress, full_after, fresh_facts=True)
+    if skip and skip.rest is None:
+        _print_skip(out, skip, "clean by their record")
+        report = DriftReport(changes=[], tallies={}, problems=[], record_clean=skip.hosts)
+    else:
+        if skip:
+            _print_skip(out, skip, "clean by their record")
+            req = skip.rest
+        check_req = replace(req, kind="drift", check=True, fresh_facts=True)  # drift is about now: no cached facts
+        outcome = _run(check_req, out, progress, f"drift {req.stack}")
+        report = DriftReport.from_events(outcome.events, rc=outcome.rc, run_dir=str(outcome.run_dir))
+        report.record_clean = skip.hosts if skip else []
+        write_retry(outcome.run_dir, report.problem_hosts)
     if as_json and not fix:
         print(json.dumps(report.as_json(), indent=1))
         return report.exit_code
-    out = Console(stderr=True) if as_json else console
     print_drift(out, report)
-    out.print(f"run: {outcome.run_dir}", highlight=False)
+    if report.run_dir:
+        out.print(f"run: {report.run_dir}", highlight=False)
     if not fix:
         return report.exit_code
     hosts, roles = report.fix_targets()
@@ -73,7 +151,7 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
     out.print(f"fixing {', '.join(hosts)}" + (f" (roles: {', '.join(roles)})" if roles else " (whole site.yml)"),
               highlight=False)
     fix_req = replace(req, kind="fix", check=False, limit=",".join(hosts), tags=",".join(roles) if roles else None)
-    code = apply(fix_req, out, progress)
+    code = apply(fix_req, out, progress, full=True)  # the check found them drifted: no record decides here
     if as_json:
         print(json.dumps(report.as_json() | {"fix_exit_code": code}, indent=1))
     return max(code, EXIT_ERROR if report.exit_code == EXIT_ERROR else EXIT_OK)
@@ -82,8 +160,6 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
 def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progress: bool | None = None) -> int:
     """Each host against the record of its last apply (topology/operate/manifest.py): one module
     call per host. Exit 0 clean, 1 drift, 2 a host failed, was unreachable or has no record."""
-    from topology.operate.runs import OperateError
-
     manifest_dir = req.runs_root / "manifest"
     if not any(manifest_dir.glob("*.json")):
         raise OperateError(f"--quick: no record of an apply in {manifest_dir}; run `superpod apply --stack "
@@ -92,14 +168,16 @@ def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progre
                         env=(*req.env, ("SUPERPOD_MANIFEST_DIR", str(manifest_dir))))
     out = Console(stderr=True) if as_json else console
     outcome = _run(quick_req, out, progress, f"drift --quick {req.stack}")
-    drift, problems = manifest.quick_results(outcome.events)
+    found = manifest.quick_results(outcome.events)
+    drift, problems = found.drift, found.problems
     hosts = sorted(set(drift) | set(problems))
     drifted = sorted(h for h in drift if drift[h] and h not in problems)
     code = EXIT_ERROR if problems or not hosts or outcome.rc != 0 else (EXIT_FAILED if drifted else EXIT_OK)
     if as_json:
         print(json.dumps({
             "hosts": {h: {"status": "error" if h in problems else ("drift" if drift[h] else "clean"),
-                          "drift": drift.get(h, []), "problem": problems.get(h, "")} for h in hosts},
+                          "drift": drift.get(h, []), "problem": problems.get(h, ""),
+                          "not_checked": found.unverifiable.get(h, [])} for h in hosts},
             "drifted_hosts": drifted, "problem_hosts": sorted(problems), "exit_code": code,
             "run": str(outcome.run_dir)}, indent=1))
         return code
@@ -108,8 +186,13 @@ def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progre
             out.print(f"[red]error[/] [bold]{h}[/]: {escape(problems[h])}", highlight=False)
         for d in drift.get(h, []):
             out.print(f"[yellow]drift[/] [bold]{h}[/] {escape(d['what'])}: {escape(d['detail'])}", highlight=False)
+        if found.unverifiable.get(h):
+            tasks = sorted({f"{u['what']}: {u['task']}" for u in found.unverifiable[h]})
+            out.print(f"[dim]not checked[/] [bold]{h}[/]: {len(tasks)} result(s) the record cannot replay "
+                      f"({escape('; '.join(tasks[:5]))}{', ...' if len(tasks) > 5 else ''})", highlight=False)
     clean = len(hosts) - len(drifted) - len(problems)
     out.print(f"{len(hosts)} hosts: {clean} clean, {len(drifted)} drifted, {len(problems)} errors "
-              "(since the last apply; files and units only: `superpod drift` is the full check)", highlight=False)
+              "(since the last apply: files, units, modules, the roles' reads and facts; "
+              "`superpod drift --full` is the full check)", highlight=False)
     out.print(f"run: {outcome.run_dir}", highlight=False)
     return code

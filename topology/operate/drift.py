@@ -18,6 +18,9 @@ class DriftReport:
     rc: int = 0
     run_dir: str = ""
     errors: list[str] = field(default_factory=list)
+    # hosts not in the check run: a full apply converged them with the same inputs and their
+    # record checked clean now (topology/operate/converged.py)
+    record_clean: list[str] = field(default_factory=list)
 
     @classmethod
     def from_events(cls, events: list[dict], rc: int = 0, run_dir: str = "") -> DriftReport:
@@ -63,9 +66,12 @@ class DriftReport:
 
     def as_json(self) -> dict:
         hosts = {}
+        for host in self.record_clean:
+            hosts[host] = {"status": "clean", "checked": "record", "changes": [], "problems": [], "recap": None}
         for host in sorted(set(self.tallies) | {c.host for c in self.changes} | set(self.problem_hosts)):
             tally = self.tallies.get(host)
             hosts[host] = {
+                "checked": "full",
                 "status": ("unreachable" if any(p.kind == "unreachable" for p in self.problems if p.host == host)
                            else "failed" if host in self.problem_hosts
                            else "drift" if any(c.host == host for c in self.changes) else "clean"),
@@ -87,5 +93,6 @@ class DriftReport:
             "fix": {"limit": fix_hosts, "tags": fix_roles} if fix_hosts else None,
             "errors": self.errors,
             "run_dir": self.run_dir,
-            "hosts": hosts,
+            "record_clean_hosts": self.record_clean,
+            "hosts": dict(sorted(hosts.items())),
         }

@@ -11,15 +11,30 @@ full check (site.yml in check mode) takes minutes. It answers "has anything we m
 since the last apply", not "does the host match the plan": a spec changed since, packages,
 running sysctls and kernel state are the full check's. Delegated tasks (the controller's build
 cache) and no_log results are not recorded: a record never holds what Ansible was told to hide.
+
+The record also holds what the run *read* (its observations), so that a host whose record checks
+clean would take the same decisions in a full run (topology/operate/converged.py skips such
+hosts): each command a role declares a read (check_mode: false, changed_when: false;
+topology/operate/declared.py) with its exit code and output digest, replayed by the check (the
+installed-packages query among them, which covers the package modules); stat and slurp as paths;
+find's matches; modules loaded; units' running state; and the facts the roles use. A result the
+check cannot replay (a no_log task, a module not known here, an observation of another system)
+is kept as `unverifiable`: such a host is never skipped, and `drift --quick` says what it
+could not check.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from topology.operate.declared import is_declared_read
 from topology.operate.events import host_problems
+from topology.operate.observed_facts import observed_facts
 from topology.render.files import write_atomic
 
 PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
@@ -27,6 +42,23 @@ PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.bui
 UNIT_MODULES = {"ansible.builtin.systemd_service", "ansible.builtin.systemd", "systemd_service", "systemd"}
 SET_MODULES = {"rail_network_files"}  # ours: they report each file they keep as `managed`
 PATH_STATES = ("file", "directory", "absent")
+# Tasks that run on the controller only and read nothing of the host (facts: the `facts` entry)
+CONTROLLER_ONLY = {"set_fact", "assert", "debug", "fail", "include_tasks", "import_tasks", "include_role",
+                   "import_role", "include_vars", "meta", "validate_argument_spec", "add_host", "group_by",
+                   "set_stats", "gather_facts", "setup"}
+COMMAND_MODULES = {"command", "shell"}
+PROBE_ARGS = ("argv", "_raw_params", "_uses_shell", "chdir", "executable", "stdin", "stdin_add_newline",
+              "strip_empty_ends")
+FIND_ARGS = ("paths", "patterns", "excludes", "file_type", "recurse", "hidden", "contains", "follow")
+FIND_DEFAULTS = {"use_regex": (False, None), "age_stamp": ("mtime", None), "get_checksum": (False, None),
+                 "depth": (None,), "age": (None,), "size": (None,), "read_whole_file": (False, None),
+                 "encoding": (None,), "limit": (None,), "checksum_algorithm": ("sha1", None),
+                 "mode": (None,), "exact_mode": (True, None)}
+PACKAGE_MODULES = {"package", "apt", "dnf", "yum", "dpkg_selections"}
+PACKAGE_QUERIES = {"dpkg-query", "rpm"}  # site.yml's installed-packages query (filter superpod_package_query)
+MODPROBE_MODULES = {"community.general.modprobe", "modprobe"}
+REMOTE_READS = {"uri", "community.general.redfish_info", "community.general.redfish_config"}
+UNIT_ACTIVE = {"started": True, "restarted": True, "reloaded": True, "stopped": False}
 QUICK_PLAYBOOK = Path(__file__).parent / "playbooks" / "quick_drift.yml"
 QUICK_TASK = "Compare files and units with the record"
 
@@ -40,19 +72,96 @@ def _results(res: dict) -> Iterator[dict]:
 _FILE_ATTRS = ("mode", "owner", "group")
 
 
-def _entries(action: str, res: dict) -> Iterator[dict]:
+def _sha1(text: str) -> str:
+    return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _probe(res: dict, task: str) -> dict | None:
+    """A declared read's command, as the check replays it, with what it answered."""
+    args = (res.get("invocation") or {}).get("module_args") or {}
+    kept = {k: args[k] for k in PROBE_ARGS if args.get(k) not in (None, "", [])}
+    if not (kept.get("argv") or kept.get("_raw_params")) or not isinstance(res.get("rc"), int):
+        return None
+    return {"probe": task, "args": kept, "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or ""))}
+
+
+def _find(res: dict, task: str) -> dict | None:
+    args = (res.get("invocation") or {}).get("module_args") or {}
+    if any(args.get(k) not in FIND_DEFAULTS.get(k, (None,)) for k in args if k not in FIND_ARGS):
+        return None  # options the check does not replay
+    kept = {k: args[k] for k in FIND_ARGS if args.get(k) not in (None, "", [])}
+    return {"find": task, "args": kept, "matched": sorted(f["path"] for f in res.get("files") or [] if f.get("path"))}
+
+
+def _stat(action: str, res: dict) -> dict | None:
+    if action == "slurp":
+        path = res.get("source")
+        if not path or res.get("encoding") != "base64":
+            return None
+        return {"path": path, "state": "file",
+                "checksum": hashlib.sha1(base64.b64decode(res.get("content") or "")).hexdigest()}
+    st = res.get("stat") or {}
+    path = ((res.get("invocation") or {}).get("module_args") or {}).get("path")
+    if not path:
+        return None
+    if not st.get("exists"):
+        return {"path": path, "state": "absent"}
+    state = "directory" if st.get("isdir") else "file" if st.get("isreg") else None
+    if state is None:
+        return {"path": path, "state": "exists"}
+    entry = {"path": path, "state": state}
+    if state == "file" and st.get("checksum"):
+        entry["checksum"] = st["checksum"]
+    return entry
+
+
+def _short(action: str) -> str:
+    return action.removeprefix("ansible.builtin.").removeprefix("ansible.legacy.")
+
+
+def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]:
     """A result's entries: one for a file or unit task; a module of ours that writes several
-    files reports each as `managed` (roles/rail_network/library/rail_network_files.py)."""
-    if not isinstance(res, dict) or "censored" in res or res.get("skipped") or res.get("failed") \
-            or res.get("_ansible_no_log") or res.get("_ansible_delegated_vars"):
+    files reports each as `managed` (roles/rail_network/library/rail_network_files.py); the
+    observations (module docstring); an `unverifiable` entry for what cannot be checked."""
+    data = data or {}
+    task = str(data.get("task") or "")
+    if not isinstance(res, dict) or res.get("skipped") or res.get("failed"):
         return
-    if action in SET_MODULES:
+    short = _short(action)
+    if short in CONTROLLER_ONLY:
+        return
+    if res.get("_ansible_delegated_vars"):
+        if short in REMOTE_READS:  # another system's state (a BMC), read through the controller
+            yield {"unverifiable": short, "task": task}
+        return  # the controller's own build cache
+    if "censored" in res or res.get("_ansible_no_log"):
+        yield {"unverifiable": "no_log", "task": task}
+        return
+    if short in COMMAND_MODULES:
+        if is_declared_read(data.get("task_path")):
+            probe = _probe(res, task)
+            yield probe if probe else {"unverifiable": short, "task": task}
+        return  # an action that ran: what it acts on is read by the role's probes
+    if short in PACKAGE_MODULES:
+        yield {"packages": short}  # covered when the installed-packages query is in the record
+    elif short in ("stat", "slurp"):
+        entry = _stat(short, res)
+        yield entry if entry else {"unverifiable": short, "task": task}
+    elif short == "find":
+        entry = _find(res, task)
+        yield entry if entry else {"unverifiable": short, "task": task}
+    elif action in MODPROBE_MODULES:
+        if res.get("name") and res.get("state") in ("present", "absent"):
+            yield {"kmod": res["name"], "loaded": res["state"] == "present"}
+    elif action in SET_MODULES:
         for e in res.get("managed") or []:
             if isinstance(e, dict) and e.get("path") and e.get("state") in PATH_STATES:
                 yield {k: e[k] for k in ("path", "state", "checksum", *_FILE_ATTRS) if e.get(k)}
     elif action in UNIT_MODULES:
         if isinstance(res.get("enabled"), bool) and res.get("name"):
             yield {"unit": res["name"], "enabled": res["enabled"]}
+        if res.get("name") and res.get("state") in UNIT_ACTIVE:
+            yield {"unit_active": res["name"], "active": UNIT_ACTIVE[res["state"]]}
     elif action in PATH_MODULES:
         path, state = res.get("dest") or res.get("path"), res.get("state")
         if path and state in PATH_STATES:
@@ -62,10 +171,38 @@ def _entries(action: str, res: dict) -> Iterator[dict]:
             if state != "absent":
                 entry |= {k: res[k] for k in _FILE_ATTRS if res.get(k)}
             yield entry
+    else:
+        yield {"unverifiable": short, "task": task}
 
 
 def _key(entry: dict) -> str:
-    return f"unit:{entry['unit']}" if "unit" in entry else f"path:{entry['path']}"
+    for kind in ("unit", "unit_active", "kmod", "packages"):
+        if kind in entry:
+            return f"{kind}:{entry[kind]}"
+    if "unverifiable" in entry:
+        return f"unverifiable:{entry['unverifiable']}:{entry['task']}"
+    if "probe" in entry or "find" in entry:
+        what = "probe" if "probe" in entry else "find"
+        return f"{what}:{_sha1(json.dumps(entry['args'], sort_keys=True))}"
+    if "facts" in entry:
+        return "facts"
+    return f"path:{entry['path']}"
+
+
+def _with_package_coverage(entries: dict[str, dict]) -> dict[str, dict]:
+    """Package modules' state is the installed-packages query's output: a record with the
+    query replays it; one without it cannot check what those modules saw."""
+    if not any(k.startswith("packages:") for k in entries):
+        return entries
+    queried = any(Path(str((e.get("args") or {}).get("argv", [""])[0] if (e.get("args") or {}).get("argv")
+                           else "")).name in PACKAGE_QUERIES for e in entries.values() if "probe" in e)
+    out = {k: e for k, e in entries.items() if not k.startswith("packages:")}
+    if not queried:
+        for k in entries:
+            if k.startswith("packages:"):
+                entry = {"unverifiable": k.removeprefix("packages:"), "task": "(no installed-packages query)"}
+                out[_key(entry)] = entry
+    return out
 
 
 def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
@@ -77,20 +214,32 @@ def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
         data = event.get("event_data") or {}
         action = data.get("resolved_action") or data.get("task_action") or ""
         res = data.get("res") or {}
-        if res.get("_ansible_delegated_vars") or "censored" in res:  # a loop's items may not say so
-            continue
+        delegated = res.get("_ansible_delegated_vars")
+        if "censored" in res or res.get("_ansible_no_log"):  # a loop's items may not say so
+            res = {"censored": True, "_ansible_delegated_vars": delegated}
         for item in _results(res):
-            for entry in _entries(action, item):
+            if delegated and isinstance(item, dict):
+                item = {**item, "_ansible_delegated_vars": delegated}
+            for entry in _entries(action, item, data):
                 out.setdefault(data.get("host", "?"), {})[_key(entry)] = entry
-    return out
+    return {host: _with_package_coverage(entries) for host, entries in out.items()}
 
 
-def record(manifest_dir: Path, events: Iterable[dict]) -> list[str]:
-    """Merges a run's entries into each host's record; returns the hosts recorded."""
+def record(manifest_dir: Path, events: Iterable[dict], replace_hosts: Iterable[str] = (),
+           facts_dir: Path | None = None) -> list[str]:
+    """Merges a run's entries into each host's record; returns the hosts recorded. A host in
+    replace_hosts (a whole site.yml ran on it without a failure, so every entry was seen) gets
+    this run's entries only: what a role no longer manages leaves its record; and the facts the
+    run used (from facts_dir, the stack's fact cache)."""
     hosts = entries_from_events(events)
+    replace = set(replace_hosts)
+    for host in sorted(replace) if facts_dir else ():
+        entry = facts_entry(facts_dir, host)
+        if entry:
+            hosts.setdefault(host, {})["facts"] = entry
     for host, entries in sorted(hosts.items()):
         path = Path(manifest_dir) / f"{host}.json"
-        old = {_key(e): e for e in load(path)}
+        old = {} if host in replace else {_key(e): e for e in load(path)}
         merged = old | entries
         write_atomic(path, json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n")
     return sorted(hosts)
@@ -103,11 +252,37 @@ def load(path: Path) -> list[dict]:
         return []
 
 
-def quick_results(events: list[dict]) -> tuple[dict[str, list[dict]], dict[str, str]]:
-    """(host -> drift entries, host -> problem) from a quick check's events."""
-    drift = {}
+@dataclass
+class QuickResults:
+    """A record check's answer: per host what differs, what the record could not check, and
+    hosts that failed or could not be reached."""
+
+    drift: dict[str, list[dict]] = field(default_factory=dict)
+    unverifiable: dict[str, list[dict]] = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+
+    def clean(self, host: str) -> bool:
+        """Nothing differs, nothing went unchecked, no error."""
+        return host in self.drift and not self.drift[host] and not self.unverifiable.get(host) \
+            and host not in self.problems
+
+
+def quick_results(events: list[dict]) -> QuickResults:
+    """What a record check's events say."""
+    out = QuickResults(problems={p.host: p.message for p in host_problems(events)})
     for event in events:
         data = event.get("event_data") or {}
         if event.get("event") == "runner_on_ok" and data.get("task") == QUICK_TASK:
-            drift[data.get("host", "?")] = list((data.get("res") or {}).get("drift") or [])
-    return drift, {p.host: p.message for p in host_problems(events)}
+            res = data.get("res") or {}
+            out.drift[data.get("host", "?")] = list(res.get("drift") or [])
+            out.unverifiable[data.get("host", "?")] = list(res.get("unverifiable") or [])
+    return out
+
+
+def facts_entry(facts_dir: Path, host: str) -> dict | None:
+    """The facts a run used for a host (its fact cache, jsonfile), as the record keeps them."""
+    try:
+        facts = json.loads((Path(facts_dir) / host).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return {"facts": observed_facts(facts)} if isinstance(facts, dict) and facts else None

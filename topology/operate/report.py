@@ -65,5 +65,6 @@ def print_drift(console: Console, report: DriftReport) -> None:
     for e in report.errors:
         console.print(f"[bold red]error:[/] {escape(e)}", highlight=False)
     clean = sorted(h for h in report.tallies if h not in report.drifted_hosts and h not in report.problem_hosts)
-    console.print(f"drift: {len(report.drifted_hosts)} host(s) drifted, {len(clean)} clean, "
-                  f"{len(report.problem_hosts)} with errors", highlight=False)
+    by_record = f" ({len(report.record_clean)} by their record)" if report.record_clean else ""
+    console.print(f"drift: {len(report.drifted_hosts)} host(s) drifted, {len(clean) + len(report.record_clean)} "
+                  f"clean{by_record}, {len(report.problem_hosts)} with errors", highlight=False)

@@ -1,14 +1,20 @@
 #!/usr/bin/python
 """Compare a host with what the last `superpod apply` recorded of it (topology/operate/manifest.py):
-each file's existence, type, content checksum, mode, owner and group, each path it removed, and
-each unit it enabled or disabled. Read-only: one module call per host instead of a role's tasks."""
+each file's existence, type, content checksum, mode, owner and group, each path it removed, each
+unit it enabled or disabled and whether it runs, each kernel module it loaded; and what the run
+read: each declared read command run again (exit code and output digest), each find's matches,
+the facts the roles decide on. Read-only (the replayed commands are the ones a role marks
+check_mode: false, changed_when: false, which `superpod drift` runs too): one module call per
+host instead of a role's tasks."""
 
 from __future__ import annotations
 
+import fnmatch
 import grp
 import hashlib
 import os
 import pwd
+import re
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -25,11 +31,15 @@ options:
       - Null when there is no record for the host (the module then fails, saying so).
     type: list
     elements: dict
+  facts:
+    description: The host's facts now, as the record keeps them (filter superpod_observed_facts).
+    type: dict
 """
 
 RETURN = r"""
-drift: {description: 'What differs: [{what, kind, detail}], what is a path or a unit.', type: list}
+drift: {description: 'What differs: [{what, kind, detail}], what is a path, a unit, a module or a read.', type: list}
 checked: {description: Entries compared., type: int}
+unverifiable: {description: "Results the record keeps in no form this check replays: [{what, task}].", type: list}
 """
 
 # `systemctl is-enabled` answers that ansible's systemd_service module does not count as enabled
@@ -60,6 +70,8 @@ def _path_drift(e: dict) -> list[tuple[str, str]]:
         return [] if want == "absent" else [("missing", f"expected a {want}")]
     if want == "absent":
         return [("present", "removed by the last apply, present now")]
+    if want == "exists":
+        return []
     if (want == "file" and not stat.S_ISREG(st.st_mode)) or (want == "directory" and not stat.S_ISDIR(st.st_mode)):
         return [("type", f"expected a {want}")]
     out = []
@@ -85,17 +97,142 @@ def _unit_drift(module: AnsibleModule, e: dict) -> list[tuple[str, str]]:
                         f"expected {'enabled' if e['enabled'] else 'disabled'}")]
 
 
+def _active_drift(module: AnsibleModule, e: dict) -> list[tuple[str, str]]:
+    systemctl = module.get_bin_path("systemctl", required=True)
+    rc, out, _ = module.run_command([systemctl, "is-active", e["unit_active"]])
+    if (rc == 0) == bool(e["active"]):
+        return []
+    return [("active", f"{out.strip() or rc}, expected {'active' if e['active'] else 'inactive'}")]
+
+
+def _kmod_drift(e: dict) -> list[tuple[str, str]]:
+    loaded = os.path.isdir(f"/sys/module/{e['kmod'].replace('-', '_')}")
+    if loaded == bool(e["loaded"]):
+        return []
+    return [("loaded", f"{'loaded' if loaded else 'not loaded'}, expected {'loaded' if e['loaded'] else 'unloaded'}")]
+
+
+def _probe_drift(module: AnsibleModule, e: dict) -> list[tuple[str, str]]:
+    """The read again, run as the command and shell modules run it."""
+    args = e["args"]
+    shell = bool(args.get("_uses_shell"))
+    cmd = args.get("_raw_params") if shell else (args.get("argv") or args.get("_raw_params"))
+    stdin = args.get("stdin")
+    if stdin is not None and args.get("stdin_add_newline", True):
+        stdin = stdin + "\n"
+    rc, out, _ = module.run_command(cmd, cwd=args.get("chdir"), executable=args.get("executable"),
+                                    use_unsafe_shell=shell, data=stdin, binary_data=stdin is not None)
+    if args.get("strip_empty_ends", True):
+        out = out.rstrip("\r\n")
+    found = []
+    if rc != e["rc"]:
+        found.append(("exit code", f"exit code {rc}, was {e['rc']}"))
+    if hashlib.sha1(out.encode("utf-8", "surrogateescape")).hexdigest() != e["stdout_sha1"]:
+        found.append(("output", "it reads differently now"))
+    return found
+
+
+def _as_list(value) -> list[str]:
+    if value is None:
+        return []
+    return [v.strip() for v in value.split(",")] if isinstance(value, str) else [str(v) for v in value]
+
+
+def _type_ok(path: str, file_type: str, follow: bool) -> bool:
+    try:
+        st = os.stat(path) if follow else os.lstat(path)
+    except OSError:
+        return False
+    return file_type == "any" or {"file": stat.S_ISREG, "directory": stat.S_ISDIR,
+                                  "link": stat.S_ISLNK}.get(file_type, lambda _: False)(st.st_mode)
+
+
+def _contains(path: str, regex: str) -> bool:
+    prog = re.compile(regex)
+    try:
+        with open(path, encoding="utf-8", errors="surrogateescape") as f:
+            return any(prog.match(line) for line in f)  # as the find module: match, line by line
+    except OSError:
+        return False
+
+
+def _find(args: dict) -> list[str]:
+    """The find module's matches for the options the record keeps (manifest.FIND_ARGS)."""
+    patterns, excludes = _as_list(args.get("patterns")) or ["*"], _as_list(args.get("excludes"))
+    file_type, follow = args.get("file_type") or "file", bool(args.get("follow"))
+    found = []
+    for root in _as_list(args.get("paths")):
+        if not os.path.isdir(root):
+            continue
+        walk = os.walk(root, followlinks=follow) if args.get("recurse") else [(root, *next(os.walk(root))[1:])]
+        for dirpath, dirnames, filenames in walk:
+            for name in dirnames + filenames:
+                path = os.path.join(dirpath, name)
+                if (name.startswith(".") and not args.get("hidden")) \
+                        or not any(fnmatch.fnmatch(name, p) for p in patterns) \
+                        or any(fnmatch.fnmatch(name, p) for p in excludes) or not _type_ok(path, file_type, follow):
+                    continue
+                regex = args.get("contains")
+                if regex and not (stat.S_ISREG(os.stat(path).st_mode) and _contains(path, regex)):
+                    continue
+                found.append(os.path.normpath(path))
+    return sorted(found)
+
+
+def _find_drift(e: dict) -> list[tuple[str, str]]:
+    now, was = _find(e["args"]), sorted(os.path.normpath(p) for p in e["matched"])
+    if now == was:
+        return []
+    added, gone = sorted(set(now) - set(was)), sorted(set(was) - set(now))
+    return [("matches", "; ".join(filter(None, (added and f"new: {', '.join(added)}",
+                                                gone and f"gone: {', '.join(gone)}"))))]
+
+
+def _facts_drift(e: dict, facts: dict | None) -> list[tuple[str, str]]:
+    if facts is None:
+        return [("facts", "no facts to compare")]
+    changed = sorted(k for k in set(e["facts"]) | set(facts) if e["facts"].get(k) != facts.get(k))
+    return [("facts", f"{k}: {facts.get(k)!r}, was {e['facts'].get(k)!r}") for k in changed]
+
+
+def _what(e: dict) -> str:
+    for kind in ("unit", "unit_active", "kmod", "probe", "find", "path"):
+        if kind in e:
+            return str(e[kind])
+    return "facts"
+
+
+def _drift(module: AnsibleModule, e: dict, facts: dict | None) -> list[tuple[str, str]]:
+    if "unit" in e:
+        return _unit_drift(module, e)
+    if "unit_active" in e:
+        return _active_drift(module, e)
+    if "kmod" in e:
+        return _kmod_drift(e)
+    if "probe" in e:
+        return _probe_drift(module, e)
+    if "find" in e:
+        return _find_drift(e)
+    if "facts" in e:
+        return _facts_drift(e, facts)
+    return _path_drift(e)
+
+
 def main() -> None:
-    module = AnsibleModule(argument_spec={"entries": {"type": "list", "elements": "dict"}}, supports_check_mode=True)
+    module = AnsibleModule(argument_spec={"entries": {"type": "list", "elements": "dict"},
+                                          "facts": {"type": "dict"}}, supports_check_mode=True)
     entries = module.params["entries"]
     if entries is None:
         module.fail_json(msg="no record of this host: `superpod apply` has not run on it from this control node "
                              "(or its runs folder); run it, or use `superpod drift` (the full check)")
-    drift = []
+    drift, unverifiable = [], []
     for e in entries:
-        found = _unit_drift(module, e) if "unit" in e else _path_drift(e)
-        drift += [{"what": e.get("unit") or e["path"], "kind": kind, "detail": detail} for kind, detail in found]
-    module.exit_json(changed=False, drift=drift, checked=len(entries))
+        if "unverifiable" in e:
+            unverifiable.append({"what": e["unverifiable"], "task": e.get("task", "")})
+            continue
+        found = _drift(module, e, module.params["facts"])
+        drift += [{"what": _what(e), "kind": kind, "detail": detail} for kind, detail in found]
+    module.exit_json(changed=False, drift=drift, checked=len(entries) - len(unverifiable), unverifiable=unverifiable)
 
 
 if __name__ == "__main__":

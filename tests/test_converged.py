@@ -1,0 +1,250 @@
+"""Issue 16: `superpod apply` and `superpod drift` skip the hosts a full apply converged with the
+same inputs whose record (files, units, the roles' reads, facts) checks clean now; the others,
+and every host with --full, get every task. Real Ansible on localhost for the runs; the pieces
+(inputs digest, the converged record, declared reads, what the record keeps) on their own."""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from typer.testing import CliRunner
+
+from topology.cli import app
+from topology.operate import converged, inputs, manifest
+from topology.operate.declared import is_declared_read
+from topology.operate.events import HostProblem, HostTally
+from topology.operate.runs import RunRequest
+
+runner = CliRunner()
+SKIPPED = "converged and unchanged (skipped)"
+
+
+def _project(tmp_path: Path) -> tuple[Path, Path]:
+    project, managed = tmp_path / "project", tmp_path / "managed"
+    (project / "inventories" / "lab").mkdir(parents=True)
+    (project / "roles").mkdir()
+    (project / "inventories" / "lab" / "hosts.yml").write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
+    (project / "ansible.cfg").write_text("[defaults]\ngathering = smart\n")
+    (project / "site.yml").write_text(f"""
+- hosts: all
+  gather_facts: false
+  tasks:
+    - ansible.builtin.copy: {{content: "a = 1\\n", dest: {managed}/a.conf, mode: "0644"}}
+    - ansible.builtin.copy: {{content: "v1\\n", dest: {managed}/live, mode: "0644"}}
+      when: not ansible_check_mode
+    - name: Read the live value
+      ansible.builtin.command: cat {managed}/live
+      check_mode: false
+      changed_when: false
+""")
+    managed.mkdir()
+    return project, managed
+
+
+def _cli(*args: str):
+    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
+
+
+def _runs(project: Path, kind: str) -> list[Path]:
+    return sorted((project / ".runs" / "lab").glob(f"*-{kind}"))
+
+
+def test_apply_skips_a_converged_unchanged_host_and_runs_it_when_anything_changed(tmp_path):
+    project, managed = _project(tmp_path)
+    base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
+    assert _cli("apply", *base).exit_code == 0
+    record = converged.load(project / ".runs" / "lab" / "converged.json")
+    assert set(record) == {"localhost"} and record["localhost"]["run"] == _runs(project, "apply")[-1].name
+
+    second = _cli("apply", *base)  # nothing changed: the record check, then nothing
+    assert second.exit_code == 0, second.output
+    assert "1 hosts converged and unchanged (skipped): localhost" in second.output
+    assert "1 hosts: 1 skipped, changed=0" in second.output
+    assert len(_runs(project, "apply")) == 1 and len(_runs(project, "converged-check")) == 1
+
+    (managed / "live").write_text("v2\n")  # what a role reads changed: the host runs in full
+    third = _cli("apply", *base)
+    assert third.exit_code == 0 and SKIPPED not in third.output, third.output
+    assert len(_runs(project, "apply")) == 2 and (managed / "live").read_text() == "v1\n"
+
+    assert SKIPPED in _cli("apply", *base).output
+    assert SKIPPED not in _cli("apply", *base, "--full").output  # every task, asked for
+    assert SKIPPED not in _cli("apply", *base, "--full-after", "0").output
+    assert SKIPPED not in _cli("apply", *base, "--tags", "x").output  # a partial run decides nothing
+    assert len(_runs(project, "apply")) == 5
+
+    site = project / "site.yml"  # the inputs changed: a full run, and it records the new inputs
+    site.write_text(site.read_text().replace("a = 1", "a = 2"))
+    assert SKIPPED not in _cli("apply", *base).output
+    assert (managed / "a.conf").read_text() == "a = 2\n"
+    assert SKIPPED in _cli("apply", *base).output
+
+
+def test_drift_reports_a_converged_unchanged_host_clean_by_its_record_and_checks_a_changed_one(tmp_path):
+    project, managed = _project(tmp_path)
+    base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
+    assert _cli("apply", *base).exit_code == 0
+    clean = _cli("drift", *base, "--json")
+    assert clean.exit_code == 0, clean.output
+    report = json.loads(clean.stdout)
+    assert report["record_clean_hosts"] == ["localhost"] and report["hosts"]["localhost"]["checked"] == "record"
+    assert not _runs(project, "drift")  # no check run at all
+
+    (managed / "a.conf").write_text("a = 9\n")
+    found = _cli("drift", *base, "--json")
+    report = json.loads(found.stdout)
+    assert found.exit_code == 1 and report["drifted_hosts"] == ["localhost"], found.output
+    assert report["hosts"]["localhost"]["checked"] == "full" and report["record_clean_hosts"] == []
+    assert "a = 9" in report["hosts"]["localhost"]["changes"][0]["diff"]
+
+    full = json.loads(_cli("drift", *base, "--json", "--full").stdout)  # the check run, whatever the record says
+    assert full["hosts"]["localhost"]["checked"] == "full"
+
+
+def test_a_host_with_a_result_the_record_cannot_replay_is_never_skipped(tmp_path):
+    project, managed = _project(tmp_path)
+    site = project / "site.yml"
+    site.write_text(site.read_text() + f"""
+    - ansible.builtin.copy: {{content: "secret\\n", dest: {managed}/token, mode: "0600"}}
+      no_log: true
+""")
+    base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
+    assert _cli("apply", *base).exit_code == 0
+    again = _cli("apply", *base)
+    assert again.exit_code == 0 and SKIPPED not in again.output
+    assert len(_runs(project, "apply")) == 2
+
+
+def _request(project: Path, **kw) -> RunRequest:
+    return RunRequest(project_dir=project, stack="lab", **kw)
+
+
+def test_the_inputs_digest_follows_every_input_and_nothing_else(tmp_path):
+    project, _ = _project(tmp_path)
+    (project / "roles" / "r" / "tasks").mkdir(parents=True)
+    (project / "roles" / "r" / "tasks" / "main.yml").write_text("- ansible.builtin.ping:\n")
+    overlay = tmp_path / "overlay.yml"
+    overlay.write_text("all: {}\n")
+    req = _request(project, overlays=(overlay,))
+    env = {"ANSIBLE_STRATEGY": "linear"}
+    first = inputs.digest(req, env)
+    # what no run reads: byte code, a role's molecule scenario
+    (project / "roles" / "r" / "__pycache__").mkdir()
+    (project / "roles" / "r" / "__pycache__" / "x.pyc").write_bytes(b"\0")
+    (project / "roles" / "r" / "molecule").mkdir()
+    (project / "roles" / "r" / "molecule" / "converge.yml").write_text("[]\n")
+    assert inputs.digest(req, env) == first
+    changes = [
+        lambda: (project / "roles" / "r" / "tasks" / "main.yml").write_text("- ansible.builtin.ping: {}\n"),
+        lambda: (project / "inventories" / "lab" / "group_vars").mkdir() or
+        (project / "inventories" / "lab" / "group_vars" / "all.yml").write_text("x: 1\n"),
+        lambda: overlay.write_text("all: {vars: {y: 2}}\n"),
+        lambda: (project / "ansible.cfg").write_text("[defaults]\nforks = 5\n"),
+        lambda: (project / "site.yml").write_text("[]\n"),
+    ]
+    seen = {first}
+    for change in changes:
+        change()
+        now = inputs.digest(req, env)
+        assert now not in seen
+        seen.add(now)
+    assert inputs.digest(req, {"ANSIBLE_STRATEGY": "free"}) not in seen  # another strategy is another run
+    assert inputs.digest(req, {**env, "HOME": "/elsewhere"}) in seen  # not an Ansible setting
+
+
+def test_candidates_are_hosts_converged_with_these_inputs_within_the_window(tmp_path):
+    path = tmp_path / "converged.json"
+    now = datetime(2026, 11, 25, 12, tzinfo=timezone.utc)
+    tallies = {h: HostTally(h, ok=3) for h in ("a", "b", "c")} | {"d": HostTally("d", ok=1, failed=1)}
+    problems = [HostProblem("c", "unreachable", "t", None, "gone")]
+    assert converged.record(path, "in1", "run1", tallies, problems, now=now) == ["a", "b"]
+    assert set(converged.candidates(path, "in1", now=now + timedelta(hours=1))) == {"a", "b"}
+    assert converged.candidates(path, "in2", now=now) == {}  # other inputs
+    assert converged.candidates(path, "in1", now=now + timedelta(hours=25)) == {}  # past full_after
+    assert converged.candidates(path, "in1", timedelta(minutes=30), now=now + timedelta(hours=1)) == {}
+    assert converged.candidates(path, "in1", now=now - timedelta(hours=1)) == {}  # a clock gone back
+    # a later run that fails on a takes it out; b keeps its entry; an unreadable record is empty
+    converged.record(path, "in1", "run2", {"a": HostTally("a", ok=1, failed=1)}, [], now=now)
+    assert set(converged.candidates(path, "in1", now=now)) == {"b"}
+    path.write_text("{not json")
+    assert converged.candidates(path, "in1", now=now) == {}
+
+
+def test_declared_reads_are_the_tasks_with_check_mode_false_and_changed_when_false(tmp_path):
+    tasks = tmp_path / "main.yml"
+    tasks.write_text(
+        "- name: read\n  ansible.builtin.command: uname -r\n  check_mode: false\n  changed_when: false\n"
+        "- name: act\n  ansible.builtin.command: reboot\n  changed_when: false\n"
+        "- block:\n    - name: nested read\n      ansible.builtin.shell: cat /proc/cmdline\n"
+        "      check_mode: false\n      changed_when: false\n"
+        "- name: templated\n  ansible.builtin.command: id\n  check_mode: \"{{ x }}\"\n  changed_when: false\n")
+    assert [is_declared_read(f"{tasks}:{n}") for n in (1, 5, 9, 12)] == [True, False, True, False]
+    assert not is_declared_read(None) and not is_declared_read(f"{tmp_path}/none.yml:1")
+
+
+def _ok(action: str, res: dict, task_path: str = "", task: str = "t") -> dict:
+    return {"event": "runner_on_ok", "event_data": {"host": "n1", "resolved_action": action, "res": res,
+                                                    "task": task, "task_path": task_path}}
+
+
+def test_the_record_keeps_what_the_run_read_and_names_what_it_cannot_replay(tmp_path):
+    reads = tmp_path / "reads.yml"
+    reads.write_text("- name: q\n  ansible.builtin.command: x\n  check_mode: false\n  changed_when: false\n")
+    query = {"rc": 0, "stdout": "pkg\tinstalled\n", "invocation": {"module_args": {
+        "argv": ["dpkg-query", "-W"], "_uses_shell": False, "chdir": None, "strip_empty_ends": True}}}
+    events = [
+        _ok("ansible.builtin.command", query, f"{reads}:1", task="q"),
+        _ok("ansible.builtin.apt", {"changed": False}),  # covered by the packages query above
+        _ok("ansible.builtin.stat", {"stat": {"exists": True, "isreg": True, "checksum": "ab"},
+                                     "invocation": {"module_args": {"path": "/etc/x"}}}),
+        _ok("ansible.builtin.stat", {"stat": {"exists": False}, "invocation": {"module_args": {"path": "/etc/y"}}}),
+        _ok("ansible.builtin.slurp", {"source": "/etc/z", "encoding": "base64", "content": "aGk="}),
+        _ok("community.general.modprobe", {"name": "nvidia-peermem", "state": "present"}),
+        _ok("ansible.builtin.find", {"files": [{"path": "/a/1"}],
+                                     "invocation": {"module_args": {"paths": ["/a"], "use_regex": True}}}, task="f"),
+        _ok("ansible.builtin.uri", {"status": 200, "_ansible_delegated_vars": {"ansible_host": "localhost"}},
+            task="bios"),
+        _ok("kubernetes.core.k8s", {"changed": False}, task="k8s"),
+        _ok("ansible.builtin.set_fact", {"ansible_facts": {"x": 1}}),
+        _ok("ansible.builtin.command", {"rc": 0, "stdout": ""}, task="an action that ran"),
+    ]
+    got = manifest.entries_from_events(events)["n1"]
+    probe = next(e for e in got.values() if "probe" in e)
+    assert probe == {"probe": "q", "args": {"argv": ["dpkg-query", "-W"], "_uses_shell": False, "strip_empty_ends": True},
+                     "rc": 0,
+                     "stdout_sha1": manifest._sha1("pkg\tinstalled\n")}
+    assert got["path:/etc/x"] == {"path": "/etc/x", "state": "file", "checksum": "ab"}
+    assert got["path:/etc/y"] == {"path": "/etc/y", "state": "absent"}
+    hi = manifest.hashlib.sha1(b"hi").hexdigest()
+    assert got["path:/etc/z"] == {"path": "/etc/z", "state": "file", "checksum": hi}
+    assert got["kmod:nvidia-peermem"] == {"kmod": "nvidia-peermem", "loaded": True}
+    assert sorted((e["unverifiable"], e["task"]) for e in got.values() if "unverifiable" in e) == [
+        ("find", "f"), ("kubernetes.core.k8s", "k8s"), ("uri", "bios")]  # find with options not replayed
+    assert len(got) == 8
+    # without the installed-packages query, what a package module saw cannot be checked
+    alone = manifest.entries_from_events([_ok("ansible.builtin.package", {"changed": False})])["n1"]
+    assert [e["unverifiable"] for e in alone.values()] == ["package"]
+
+
+def test_a_full_run_replaces_a_hosts_record_and_keeps_the_facts_it_used(tmp_path):
+    facts = tmp_path / "facts"
+    facts.mkdir()
+    (facts / "n1").write_text(json.dumps({
+        "ansible_distribution": "Ubuntu", "ansible_kernel": "6.8.0", "ansible_interfaces": ["lo", "eth0", "veth1"],
+        "ansible_eth0": {"ipv4": {"address": "10.0.0.5"}}, "ansible_veth1": {},
+        "ansible_lo": {"ipv4": {"address": "127.0.0.1"}},
+        "ansible_default_ipv4": {"interface": "eth0", "address": "10.0.0.5", "gateway": "10.0.0.1"},
+        "ansible_date_time": {"epoch": "1"}}))
+    manifest.record(tmp_path, [_ok("ansible.builtin.copy", {"dest": "/old", "state": "file", "checksum": "1"})])
+    manifest.record(tmp_path, [_ok("ansible.builtin.copy", {"dest": "/new", "state": "file", "checksum": "2"})],
+                    replace_hosts=["n1"], facts_dir=facts)
+    record = manifest.load(tmp_path / "n1.json")
+    assert [e.get("path") for e in record] == [None, "/new"]  # /old left with the role that wrote it
+    assert record[0] == {"facts": {"distribution": "Ubuntu", "kernel": "6.8.0",
+                                   "default_ipv4": {"interface": "eth0", "address": "10.0.0.5"},
+                                   "ipv4_addresses": {"eth0": "10.0.0.5", "lo": "127.0.0.1"}}}
