@@ -215,9 +215,9 @@ def test_the_record_keeps_what_the_run_read_and_names_what_it_cannot_replay(tmp_
     ]
     got = manifest.entries_from_events(events)["n1"]
     probe = next(e for e in got.values() if "probe" in e)
-    assert probe == {"probe": "q", "args": {"argv": ["dpkg-query", "-W"], "_uses_shell": False, "strip_empty_ends": True},
-                     "rc": 0,
-                     "stdout_sha1": manifest._sha1("pkg\tinstalled\n")}
+    assert probe == {"probe": "q", "args": {"argv": ["dpkg-query", "-W"], "_uses_shell": False,
+                                            "strip_empty_ends": True},
+                     "rc": 0, "stdout_sha1": manifest._sha1("pkg\tinstalled\n")}
     assert got["path:/etc/x"] == {"path": "/etc/x", "state": "file", "checksum": "ab"}
     assert got["path:/etc/y"] == {"path": "/etc/y", "state": "absent"}
     hi = manifest.hashlib.sha1(b"hi").hexdigest()

@@ -7,8 +7,10 @@ the management node (cooling_monitor) is left out with `--limit gpu_nodes` (it w
 agent's PyPI install and PDU/CDU endpoints in a container; the agent has its own tests).
 
 The steps share the session's lab pod (tests/e2e/conftest.py, reached over SSH) and run in
-order: first apply, no-op apply (changed=0), hand-made drift on two nodes -> one whole-pod
-`drift --fix` whose check names exactly those hosts and tasks (exit code 1 in its report) and
+order: first apply, no-op apply of every task (--full: changed=0), a plain apply and a plain
+drift that skip every node (converged, its record clean), hand-made drift on two nodes -> a plain
+drift that checks only those two, then one whole-pod `drift --fix --full` whose check names
+exactly those hosts and tasks (exit code 1 in its report) and
 finds the two untouched nodes clean, and whose fix restores them; a drift check of the fixed
 hosts and roles is clean; last (it breaks the pod, then restarts the node), a node killed in the
 middle of an apply: the others finish and the report names it. Timings go to build/e2e-timings.json.
@@ -113,12 +115,35 @@ def test_first_apply_converges_every_node(pod):
 
 
 def test_second_apply_changes_nothing(pod):
-    proc = timed("noop_apply_s", pod, "apply")
+    """Every task again (--full: no node is skipped as converged): the idempotence proof."""
+    proc = timed("noop_apply_s", pod, "apply", "--full")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     tallies = tallies_of(pod, "apply")
     assert sorted(tallies) == pod.hosts
     assert {h: t.changed for h, t in tallies.items()} == dict.fromkeys(pod.hosts, 0), proc.stdout
     assert f"{len(pod.hosts)} hosts: " in proc.stdout and " changed=0 failed=0 unreachable=0" in proc.stdout
+
+
+def test_a_plain_apply_skips_the_converged_unchanged_nodes(pod):
+    """Nothing changed since the full apply: each node's record (files, units, modules, the roles'
+    reads run again, the facts they decide on) checks clean, so no node gets site.yml."""
+    before = set((pod.runs_dir / pod.stack).glob("*-apply"))
+    proc = timed("noop_apply_fast_s", pod, "apply")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    n = len(pod.hosts)
+    assert f"{n} hosts: {n} skipped, changed=0 failed=0 unreachable=0" in proc.stdout, proc.stdout
+    assert set((pod.runs_dir / pod.stack).glob("*-apply")) == before  # no site.yml run
+    record = json.loads((pod.runs_dir / pod.stack / "manifest" / "su01-node01.json").read_text())
+    kinds = {k for e in record for k in ("probe", "find", "kmod", "unit_active", "facts") if k in e}
+    assert kinds >= {"probe", "find", "unit_active", "facts"}, kinds  # the reads, not only files
+    assert not [e for e in record if "unverifiable" in e]  # nothing on a lab node escapes the check
+
+
+def test_a_plain_drift_finds_the_untouched_pod_clean_by_its_record(pod):
+    proc = timed("drift_clean_fast_s", pod, "drift", "--json")
+    report = drift_json(proc)
+    assert proc.returncode == 0, json.dumps(report, indent=1)
+    assert report["record_clean_hosts"] == pod.hosts and report["drifted_hosts"] == []
 
 
 def test_quick_drift_after_the_noop_apply_is_clean(pod):
@@ -146,7 +171,17 @@ def test_drift_names_exactly_the_changed_hosts_and_tasks_and_fix_restores_them(p
     assert quick.returncode == 1 and quick_report["drifted_hosts"] == sorted(DRIFT), json.dumps(quick_report, indent=1)
     found = {(h, d["what"], d["kind"]) for h, v in quick_report["hosts"].items() for d in v["drift"]}
     assert found == QUICK_DRIFT, json.dumps(quick_report, indent=1)
-    proc = timed("drift_check_and_fix_s", pod, "drift", "--json", "--fix")
+    # the plain drift: the record check names the two nodes, and only they get the check run
+    plain = timed("drift_found_fast_s", pod, "drift", "--json")
+    plain_report = drift_json(plain)
+    assert plain.returncode == 1 and plain_report["drifted_hosts"] == sorted(DRIFT), json.dumps(plain_report, indent=1)
+    assert plain_report["record_clean_hosts"] == sorted(set(pod.hosts) - set(DRIFT))
+    plain_found = {h: {(c["role"], c["task"]) for c in v["changes"]} for h, v in plain_report["hosts"].items()
+                   if v["checked"] == "full"}
+    assert plain_found == {h: {task for _, task in DRIFT[h]} | (CMDLINE_CONSEQUENCES if h == "su01-node03" else set())
+                           for h in DRIFT}
+    # --full: the check runs on every node (the untouched ones too: no false drift), then the fix
+    proc = timed("drift_check_and_fix_s", pod, "drift", "--json", "--fix", "--full")
     report = drift_json(proc)
     assert report["exit_code"] == 1, json.dumps(report, indent=1)  # what `drift` alone exits with
     assert report["drifted_hosts"] == sorted(DRIFT) and report["problem_hosts"] == []

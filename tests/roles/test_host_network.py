@@ -155,7 +155,7 @@ def test_the_connection_link_is_protected(tmp_path):
         facts = dict(facts, distribution="Ubuntu", distribution_major_version="24", os_family="Debian")
         hosts[name] = dict(NODE, **POD, test_facts=facts, ansible_host_address=host,
                            host_network_links_found={"files": []},
-                           host_network_pid1_status={"content": "Q2FwRWZmOgkwMDAwMDAwMDAwMDAxMDAwCg=="},
+                           host_network_pid1_status={"stdout": "CapEff:\t0000000000001000"},
                            host_network_boot_id_file={"content": "YWJjCg=="},
                            host_network_plan=[], host_network_protected_links=defaults["host_network_protected_links"],
                            host_network_inband_interface="bond0",

@@ -26,8 +26,10 @@ could not check.
 from __future__ import annotations
 
 import base64
+import glob
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +59,8 @@ FIND_DEFAULTS = {"use_regex": (False, None), "age_stamp": ("mtime", None), "get_
 PACKAGE_MODULES = {"package", "apt", "dnf", "yum", "dpkg_selections"}
 PACKAGE_QUERIES = {"dpkg-query", "rpm"}  # site.yml's installed-packages query (filter superpod_package_query)
 MODPROBE_MODULES = {"community.general.modprobe", "modprobe"}
+CHECKS = {"superpod_node_check"}  # node_check's verdict: a check of the node, not state a role keeps
+PIP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a distribution name, nothing else (no version, path, URL)
 REMOTE_READS = {"uri", "community.general.redfish_info", "community.general.redfish_config"}
 UNIT_ACTIVE = {"started": True, "restarted": True, "reloaded": True, "stopped": False}
 QUICK_PLAYBOOK = Path(__file__).parent / "playbooks" / "quick_drift.yml"
@@ -85,6 +89,60 @@ def _probe(res: dict, task: str) -> dict | None:
     return {"probe": task, "args": kept, "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or ""))}
 
 
+def _script_probe(res: dict, task: str, task_path: str) -> dict | None:
+    """A declared read that is a script of the role's files/: kept whole (the check runs it again
+    from the record, as the script module runs it: through the shell, with its arguments)."""
+    args = (res.get("invocation") or {}).get("module_args") or {}
+    cmd = str(args.get("cmd") or args.get("_raw_params") or "").strip()
+    name, _, rest = cmd.partition(" ")
+    role_dir = Path(task_path.rpartition(":")[0]).parent.parent
+    script = role_dir / "files" / name
+    if not name or "/" in name or not script.is_file() or not isinstance(res.get("rc"), int):
+        return None
+    kept = {"_raw_params": rest.strip(), "strip_empty_ends": True,
+            **{k: args[k] for k in ("chdir", "executable") if args.get(k)}}
+    return {"probe": task, "script": base64.b64encode(script.read_bytes()).decode("ascii"), "args": kept,
+            "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or "").rstrip("\r\n"))}
+
+
+def _account(short: str, res: dict) -> dict | None:
+    """A user or group as the module left it."""
+    if not res.get("name") or res.get("state") not in ("present", "absent"):
+        return None
+    kind = f"{short}_account"  # not `group`: a file's entry has a group too
+    if res["state"] == "absent":
+        return {kind: res["name"], "present": False}
+    keep = ("gid",) if short == "group" else ("uid", "group", "home", "shell")
+    return {kind: res["name"], "present": True, **{k: res[k] for k in keep if res.get(k) not in (None, "")}}
+
+
+def _mount(_: str, res: dict) -> dict | None:
+    args = (res.get("invocation") or {}).get("module_args") or {}
+    path, state = res.get("name") or args.get("path"), args.get("state")
+    if not path or state not in ("mounted", "present", "absent", "unmounted"):
+        return None
+    return {"mount": path, "state": state, **{k: res[k] for k in ("src", "fstype", "opts") if res.get(k)}}
+
+
+def _alternative(_: str, res: dict) -> dict | None:
+    args = (res.get("invocation") or {}).get("module_args") or {}
+    if not args.get("name") or not args.get("path") or args.get("state") not in ("present", "selected", "auto"):
+        return None
+    return {"alternative": args["name"], "path": args["path"], "selected": args["state"] == "selected"}
+
+
+def _pip(_: str, res: dict) -> dict | None:
+    names = res.get("name") or []
+    if res.get("requirements") or res.get("state") not in ("present", "latest", "forcereinstall") \
+            or not res.get("virtualenv") or not all(PIP_NAME.fullmatch(str(n)) for n in names) or not names:
+        return None
+    return {"pip": sorted(str(n) for n in names), "virtualenv": res["virtualenv"]}
+
+
+_RECORDERS = {"user": _account, "group": _account, "ansible.posix.mount": _mount,
+              "community.general.alternatives": _alternative, "pip": _pip}
+
+
 def _find(res: dict, task: str) -> dict | None:
     args = (res.get("invocation") or {}).get("module_args") or {}
     if any(args.get(k) not in FIND_DEFAULTS.get(k, (None,)) for k in args if k not in FIND_ARGS):
@@ -95,7 +153,9 @@ def _find(res: dict, task: str) -> dict | None:
 
 def _stat(action: str, res: dict) -> dict | None:
     if action == "slurp":
-        path = res.get("source")
+        path = res.get("source") or ((res.get("invocation") or {}).get("module_args") or {}).get("src")
+        if path and "content" not in res and str(res.get("msg", "")).startswith("File not found"):
+            return {"path": path, "state": "absent"}  # a read that found nothing (failed_when: false)
         if not path or res.get("encoding") != "base64":
             return None
         return {"path": path, "state": "file",
@@ -137,10 +197,14 @@ def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]
     if "censored" in res or res.get("_ansible_no_log"):
         yield {"unverifiable": "no_log", "task": task}
         return
-    if short in COMMAND_MODULES:
+    if short in CHECKS:
+        return
+    if short in COMMAND_MODULES or short == "script":
         if is_declared_read(data.get("task_path")):
-            probe = _probe(res, task)
+            probe = _probe(res, task) if short != "script" else _script_probe(res, task, str(data.get("task_path")))
             yield probe if probe else {"unverifiable": short, "task": task}
+        elif short == "script":
+            yield {"unverifiable": short, "task": task}  # an action and a read at once: not replayed
         return  # an action that ran: what it acts on is read by the role's probes
     if short in PACKAGE_MODULES:
         yield {"packages": short}  # covered when the installed-packages query is in the record
@@ -150,6 +214,21 @@ def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]
     elif short == "find":
         entry = _find(res, task)
         yield entry if entry else {"unverifiable": short, "task": task}
+    elif short in _RECORDERS:
+        entry = _RECORDERS[short](short, res)
+        yield entry if entry else {"unverifiable": short, "task": task}
+    elif short == "unarchive":  # the tree it unpacked: that it is there (its contents are the archive's)
+        for path, state in ((res.get("dest"), "directory"),
+                            (((res.get("invocation") or {}).get("module_args") or {}).get("creates"), "exists")):
+            if path:
+                yield {"path": path, "state": state}
+    elif short == "deb822_repository":
+        if res.get("dest") and ((res.get("invocation") or {}).get("module_args") or {}).get("state") == "absent":
+            yield {"path": res["dest"], "state": "absent"}
+        elif res.get("dest") and isinstance(res.get("repo"), str):
+            yield {"path": res["dest"], "state": "file", "checksum": _sha1(res["repo"])}
+        else:
+            yield {"unverifiable": short, "task": task}
     elif action in MODPROBE_MODULES:
         if res.get("name") and res.get("state") in ("present", "absent"):
             yield {"kmod": res["name"], "loaded": res["state"] == "present"}
@@ -176,7 +255,11 @@ def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]
 
 
 def _key(entry: dict) -> str:
-    for kind in ("unit", "unit_active", "kmod", "packages"):
+    if "pip" in entry:
+        return f"pip:{entry['virtualenv']}:{','.join(entry['pip'])}"
+    if "alternative" in entry:
+        return f"alternative:{entry['alternative']}:{entry['path']}"
+    for kind in ("unit", "unit_active", "kmod", "packages", "user_account", "group_account", "mount"):
         if kind in entry:
             return f"{kind}:{entry[kind]}"
     if "unverifiable" in entry:
@@ -279,10 +362,21 @@ def quick_results(events: list[dict]) -> QuickResults:
     return out
 
 
-def facts_entry(facts_dir: Path, host: str) -> dict | None:
-    """The facts a run used for a host (its fact cache, jsonfile), as the record keeps them."""
+def cached_facts(facts_dir: Path, host: str) -> dict:
+    """A host's facts from the jsonfile fact cache: `<host>`, or ansible-core 2.19's
+    `s<schema>_<host>` holding {"__payload__": JSON} (the newest, when several schemas)."""
+    candidates = [Path(facts_dir) / host, *Path(facts_dir).glob(f"s[0-9]*_{glob.escape(host)}")]
+    found = sorted((p for p in candidates if p.is_file()), key=lambda p: p.stat().st_mtime)
     try:
-        facts = json.loads((Path(facts_dir) / host).read_text(encoding="utf-8"))
+        data = json.loads(found[-1].read_text(encoding="utf-8")) if found else {}
+        if isinstance(data, dict) and isinstance(data.get("__payload__"), str):
+            data = json.loads(data["__payload__"])
     except (OSError, ValueError):
-        return None
-    return {"facts": observed_facts(facts)} if isinstance(facts, dict) and facts else None
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def facts_entry(facts_dir: Path, host: str) -> dict | None:
+    """The facts a run used for a host (its fact cache), as the record keeps them."""
+    facts = cached_facts(facts_dir, host)
+    return {"facts": observed_facts(facts)} if facts else None

@@ -9,12 +9,14 @@ host instead of a role's tasks."""
 
 from __future__ import annotations
 
+import base64
 import fnmatch
 import grp
 import hashlib
 import os
 import pwd
 import re
+import shlex
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -112,11 +114,25 @@ def _kmod_drift(e: dict) -> list[tuple[str, str]]:
     return [("loaded", f"{'loaded' if loaded else 'not loaded'}, expected {'loaded' if e['loaded'] else 'unloaded'}")]
 
 
+def _script_command(module: AnsibleModule, e: dict) -> str:
+    """A recorded script written to the module's temporary folder; the command line the script
+    module would run (the script, then its arguments, through the shell)."""
+    path = os.path.join(module.tmpdir, f"superpod-read-{len(os.listdir(module.tmpdir))}")
+    with open(path, "wb") as f:
+        f.write(base64.b64decode(e["script"]))
+    os.chmod(path, 0o700)
+    return " ".join(filter(None, (e["args"].get("executable"), shlex.quote(path), e["args"].get("_raw_params"))))
+
+
 def _probe_drift(module: AnsibleModule, e: dict) -> list[tuple[str, str]]:
-    """The read again, run as the command and shell modules run it."""
+    """The read again, run as the command, shell and script modules run it."""
     args = e["args"]
-    shell = bool(args.get("_uses_shell"))
-    cmd = args.get("_raw_params") if shell else (args.get("argv") or args.get("_raw_params"))
+    shell = bool(args.get("_uses_shell")) or "script" in e
+    if "script" in e:
+        cmd = _script_command(module, e)
+        args = {k: v for k, v in args.items() if k != "executable"}
+    else:
+        cmd = args.get("_raw_params") if shell else (args.get("argv") or args.get("_raw_params"))
     stdin = args.get("stdin")
     if stdin is not None and args.get("stdin_add_newline", True):
         stdin = stdin + "\n"
@@ -188,6 +204,82 @@ def _find_drift(e: dict) -> list[tuple[str, str]]:
                                                 gone and f"gone: {', '.join(gone)}"))))]
 
 
+def _account_drift(e: dict) -> list[tuple[str, str]]:
+    kind = "user" if "user_account" in e else "group"
+    name = e.get("user_account") or e.get("group_account")
+    try:
+        entry = pwd.getpwnam(name) if kind == "user" else grp.getgrnam(name)
+    except KeyError:
+        return [("missing", f"no {kind} {name}")] if e["present"] else []
+    if not e["present"]:
+        return [("present", f"{kind} {name} exists, removed by the last apply")]
+    now = ({"uid": entry.pw_uid, "group": entry.pw_gid, "home": entry.pw_dir, "shell": entry.pw_shell}
+           if kind == "user" else {"gid": entry.gr_gid})
+    return [(k, f"{k} {now[k]}, expected {e[k]}") for k in now if k in e and now[k] != e[k]]
+
+
+def _fstab_has(path: str, fstype: str | None) -> bool:
+    try:
+        with open("/etc/fstab", encoding="utf-8", errors="replace") as f:
+            rows = [line.split() for line in f if line.strip() and not line.lstrip().startswith("#")]
+    except OSError:
+        return False
+    return any(len(r) > 2 and r[1] == path and (not fstype or r[2] == fstype) for r in rows)
+
+
+def _mounted(path: str, fstype: str | None) -> bool:
+    try:
+        with open("/proc/self/mounts", encoding="utf-8", errors="replace") as f:
+            rows = [line.split() for line in f]
+    except OSError:
+        return False
+    return any(len(r) > 2 and r[1] == path and (not fstype or r[2] == fstype) for r in rows)
+
+
+def _mount_drift(e: dict) -> list[tuple[str, str]]:
+    path, fstype, state = e["mount"], e.get("fstype"), e["state"]
+    want_fstab, want_mounted = state in ("mounted", "present"), {"mounted": True, "unmounted": False,
+                                                                   "absent": False}.get(state)
+    out = []
+    if _fstab_has(path, fstype) != want_fstab and state != "unmounted":
+        out.append(("fstab", f"{'not ' if want_fstab else ''}in /etc/fstab, expected {'in' if want_fstab else 'out'}"))
+    if want_mounted is not None and _mounted(path, fstype) != want_mounted:
+        out.append(("mounted", "not mounted" if want_mounted else "mounted, expected not"))
+    return out
+
+
+def _alternative_drift(e: dict) -> list[tuple[str, str]]:
+    registered = False
+    for db in ("/var/lib/dpkg/alternatives", "/var/lib/alternatives"):
+        try:
+            with open(os.path.join(db, e["alternative"]), encoding="utf-8", errors="replace") as f:
+                registered = e["path"] in (line.strip() for line in f)
+            break
+        except OSError:
+            continue
+    if not registered:
+        return [("registered", f"{e['path']} is not an alternative for {e['alternative']}")]
+    now = os.path.realpath(os.path.join("/etc/alternatives", e["alternative"]))
+    if e.get("selected") and now != os.path.realpath(e["path"]):
+        return [("selected", f"{now} selected, expected {e['path']}")]
+    return []
+
+
+def _pip_drift(module: AnsibleModule, e: dict) -> list[tuple[str, str]]:
+    python = os.path.join(e["virtualenv"], "bin", "python")
+    if not os.access(python, os.X_OK):
+        return [("virtualenv", f"no {python}")]
+    code = ("import sys, importlib.metadata as m\n"
+            "for n in sys.argv[1:]:\n"
+            "    try: m.version(n)\n"
+            "    except m.PackageNotFoundError: print(n)\n")
+    rc, out, err = module.run_command([python, "-c", code, *e["pip"]])
+    missing = out.split()
+    if rc != 0:
+        return [("virtualenv", f"{python} failed: {err.strip()[-200:]}")]
+    return [("missing", f"not installed: {', '.join(missing)}")] if missing else []
+
+
 def _facts_drift(e: dict, facts: dict | None) -> list[tuple[str, str]]:
     if facts is None:
         return [("facts", "no facts to compare")]
@@ -196,10 +288,11 @@ def _facts_drift(e: dict, facts: dict | None) -> list[tuple[str, str]]:
 
 
 def _what(e: dict) -> str:
-    for kind in ("unit", "unit_active", "kmod", "probe", "find", "path"):
+    for kind in ("unit", "unit_active", "kmod", "probe", "find", "user_account", "group_account", "mount",
+                 "alternative", "path"):
         if kind in e:
             return str(e[kind])
-    return "facts"
+    return ",".join(e["pip"]) if "pip" in e else "facts"
 
 
 def _drift(module: AnsibleModule, e: dict, facts: dict | None) -> list[tuple[str, str]]:
@@ -215,6 +308,14 @@ def _drift(module: AnsibleModule, e: dict, facts: dict | None) -> list[tuple[str
         return _find_drift(e)
     if "facts" in e:
         return _facts_drift(e, facts)
+    if "user_account" in e or "group_account" in e:
+        return _account_drift(e)
+    if "mount" in e:
+        return _mount_drift(e)
+    if "alternative" in e:
+        return _alternative_drift(e)
+    if "pip" in e:
+        return _pip_drift(module, e)
     return _path_drift(e)
 
 
