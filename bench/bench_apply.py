@@ -5,11 +5,13 @@ the floor measured in the same run: `ansible -m setup` on the same hosts over th
     .venv/bin/python bench/bench_apply.py [--repeat N] [--connection ssh|docker] [--forks N]
                                           [--strategy linear|free|mitogen_linear]
 
-Prints the floor, first apply (fresh nodes), each no-op apply (converged), each clean drift
-check (check+diff, fresh facts) and each `drift --quick` (against the last apply's record), and
-each one's ratio to the floor. Needs dockerd and the molecule base image (built when missing).
-Each figure is wall time of the whole command, as a user sees it, with site.yml as it stands.
-Containers are removed at the end."""
+Prints the floor, first apply (fresh nodes), and for each repetition on the converged pod: the
+no-op apply of every task (`apply --full`), the plain no-op apply (every node converged and
+unchanged: the record check, then nothing), the clean drift check of every node (`drift --full`:
+check+diff, fresh facts), the plain clean drift (fresh facts, the record check) and `drift
+--quick` (the record only); with each one's ratio to the floor. Needs dockerd and the molecule
+base image (built when missing). Each figure is wall time of the whole command, as a user sees
+it, with site.yml as it stands. Containers are removed at the end."""
 
 from __future__ import annotations
 
@@ -28,6 +30,11 @@ from tests.e2e.labpod import LabPod, ensure_image, last_run, setup_floor, superp
 from topology.operate.events import host_tallies, load_events  # noqa: E402
 
 LIMIT = "gpu_nodes"
+# (name, superpod arguments), in the order each repetition runs them; `drift --full` last of the
+# full runs, so the per-role table below reads the last apply --full and drift --full
+RUNS = (("no-op apply --full", ["apply", "--full"]), ("no-op apply", ["apply"]),
+        ("clean drift --full", ["drift", "--full"]), ("clean drift", ["drift"]),
+        ("clean drift --quick", ["drift", "--quick"]))
 
 
 def timed(args: list[str]) -> float:
@@ -63,12 +70,11 @@ def main() -> None:
                       "--limit", LIMIT, "--no-progress", *(["--forks", str(opts.forks)] if opts.forks else [])]
             floors = [setup_floor(pod, Path(tmp) / "setup-facts", LIMIT)]
             first = timed(["apply", *common])
-            noop, drift, quick = [], [], []
+            runs: dict[str, list[float]] = {name: [] for name, _ in RUNS}
             for _ in range(opts.repeat):
                 floors.append(setup_floor(pod, Path(tmp) / "setup-facts", LIMIT))
-                noop.append(timed(["apply", *common]))
-                drift.append(timed(["drift", *common]))
-                quick.append(timed(["drift", "--quick", *common]))
+                for name, args in RUNS:
+                    runs[name].append(timed([*args, *common]))
             per_role = {kind: _per_role(last_run(runs_dir, pod.stack, kind)) for kind in ("apply", "drift")}
             recap = host_tallies(load_events(events_dir(last_run(runs_dir, pod.stack, "apply")))).values()
         finally:
@@ -79,16 +85,13 @@ def main() -> None:
           f"load {os.getloadavg()[0]:.1f}")
     print(f"floor (ansible -m setup) {base:7.1f} s  (median of {len(floors)}: {', '.join(f'{f:.1f}' for f in floors)})")
     print(f"first apply              {first:7.1f} s  {first / base:5.1f}x floor")
-    for i, (n, d, q) in enumerate(zip(noop, drift, quick, strict=True), 1):
-        print(f"no-op apply #{i}           {n:7.1f} s  {n / base:5.1f}x floor")
-        print(f"clean drift check #{i}     {d:7.1f} s  {d / base:5.1f}x floor")
-        print(f"clean drift --quick #{i}   {q:7.1f} s  {q / base:5.1f}x floor")
-    print(f"no-op apply median       {statistics.median(noop):7.1f} s  {statistics.median(noop) / base:5.1f}x floor")
-    print(f"drift check median       {statistics.median(drift):7.1f} s  {statistics.median(drift) / base:5.1f}x floor")
-    print(f"drift --quick median     {statistics.median(quick):7.1f} s  {statistics.median(quick) / base:5.1f}x floor")
-    print(f"last no-op apply: changed={sum(t.changed for t in recap)} ok={sum(t.ok for t in recap)} "
+    for name, times in runs.items():
+        each = ", ".join(f"{t:.1f}" for t in times)
+        median = statistics.median(times)
+        print(f"{name:24s} {median:7.1f} s  {median / base:5.1f}x floor  (median of {len(times)}: {each})")
+    print(f"last apply --full: changed={sum(t.changed for t in recap)} ok={sum(t.ok for t in recap)} "
           f"skipped={sum(t.skipped for t in recap)} (changed must be 0)")
-    print("per role, last no-op apply / last drift check (s, tasks; bench/task_times.py RUN_DIR for more):")
+    print("per role, last apply --full / last drift --full (s, tasks; bench/task_times.py RUN_DIR for more):")
     for role in sorted(per_role["apply"], key=lambda r: -per_role["apply"][r][0]):
         (a, an), (d, dn) = per_role["apply"][role], per_role["drift"].get(role, (0.0, 0))
         print(f"  {role:20s} {a:7.1f} ({an:3d})  {d:7.1f} ({dn:3d})")
