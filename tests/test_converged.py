@@ -248,3 +248,40 @@ def test_a_full_run_replaces_a_hosts_record_and_keeps_the_facts_it_used(tmp_path
     assert record[0] == {"facts": {"distribution": "Ubuntu", "kernel": "6.8.0",
                                    "default_ipv4": {"interface": "eth0", "address": "10.0.0.5"},
                                    "ipv4_addresses": {"eth0": "10.0.0.5", "lo": "127.0.0.1"}}}
+
+
+def _check_module():
+    import importlib.util
+
+    path = Path(manifest.QUICK_PLAYBOOK).parent / "library" / "superpod_manifest_check.py"
+    spec = importlib.util.spec_from_file_location("superpod_manifest_check", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_check_replays_accounts_mounts_finds_and_facts(tmp_path):
+    check = _check_module()
+    assert check._account_drift({"user_account": "root", "present": True, "uid": 0, "home": "/root"}) == []
+    assert check._account_drift({"user_account": "root", "present": True, "shell": "/bin/false"})[0][0] == "shell"
+    assert check._account_drift({"group_account": "no-such-group-x", "present": True})[0][0] == "missing"
+    assert check._account_drift({"group_account": "no-such-group-x", "present": False}) == []
+    assert check._account_drift({"group_account": "root", "present": False})[0][0] == "present"
+    assert [k for k, _ in check._mount_drift({"mount": "/proc", "fstype": "proc", "state": "mounted"})] == \
+        (["fstab"] if not check._fstab_has("/proc", "proc") else [])  # mounted, wherever fstab says
+    assert [k for k, _ in check._mount_drift({"mount": str(tmp_path), "state": "mounted"})] == ["fstab", "mounted"]
+    (tmp_path / "a.conf").write_text("x = 1\n")
+    (tmp_path / "b.list").write_text("deb http://example/ stable main\n")
+    (tmp_path / ".hidden.conf").write_text("")
+    (tmp_path / "sub").mkdir()
+    args = {"paths": [str(tmp_path)], "patterns": ["*.conf", "*.list"]}
+    assert check._find(args) == [str(tmp_path / "a.conf"), str(tmp_path / "b.list")]
+    assert check._find({**args, "contains": "deb http"}) == [str(tmp_path / "b.list")]
+    assert check._find({**args, "excludes": ["b.*"]}) == [str(tmp_path / "a.conf")]
+    assert check._find({"paths": str(tmp_path), "file_type": "directory"}) == [str(tmp_path / "sub")]
+    assert check._find({"paths": [str(tmp_path / "none")]}) == []
+    facts = {"kernel": "6.8.0", "ipv4_addresses": {"eth0": "10.0.0.5"}}
+    assert check._facts_drift({"facts": facts}, dict(facts)) == []
+    assert check._facts_drift({"facts": facts}, {**facts, "kernel": "6.8.1"}) == [
+        ("facts", "kernel: '6.8.1', was '6.8.0'")]
+    assert check._facts_drift({"facts": facts}, None) == [("facts", "no facts to compare")]

@@ -89,22 +89,6 @@ def _probe(res: dict, task: str) -> dict | None:
     return {"probe": task, "args": kept, "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or ""))}
 
 
-def _script_probe(res: dict, task: str, task_path: str) -> dict | None:
-    """A declared read that is a script of the role's files/: kept whole (the check runs it again
-    from the record, as the script module runs it: through the shell, with its arguments)."""
-    args = (res.get("invocation") or {}).get("module_args") or {}
-    cmd = str(args.get("cmd") or args.get("_raw_params") or "").strip()
-    name, _, rest = cmd.partition(" ")
-    role_dir = Path(task_path.rpartition(":")[0]).parent.parent
-    script = role_dir / "files" / name
-    if not name or "/" in name or not script.is_file() or not isinstance(res.get("rc"), int):
-        return None
-    kept = {"_raw_params": rest.strip(), "strip_empty_ends": True,
-            **{k: args[k] for k in ("chdir", "executable") if args.get(k)}}
-    return {"probe": task, "script": base64.b64encode(script.read_bytes()).decode("ascii"), "args": kept,
-            "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or "").rstrip("\r\n"))}
-
-
 def _account(short: str, res: dict) -> dict | None:
     """A user or group as the module left it."""
     if not res.get("name") or res.get("state") not in ("present", "absent"):
@@ -199,12 +183,10 @@ def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]
         return
     if short in CHECKS:
         return
-    if short in COMMAND_MODULES or short == "script":
+    if short in COMMAND_MODULES:
         if is_declared_read(data.get("task_path")):
-            probe = _probe(res, task) if short != "script" else _script_probe(res, task, str(data.get("task_path")))
+            probe = _probe(res, task)
             yield probe if probe else {"unverifiable": short, "task": task}
-        elif short == "script":
-            yield {"unverifiable": short, "task": task}  # an action and a read at once: not replayed
         return  # an action that ran: what it acts on is read by the role's probes
     if short in PACKAGE_MODULES:
         yield {"packages": short}  # covered when the installed-packages query is in the record

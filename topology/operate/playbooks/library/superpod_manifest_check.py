@@ -9,14 +9,12 @@ host instead of a role's tasks."""
 
 from __future__ import annotations
 
-import base64
 import fnmatch
 import grp
 import hashlib
 import os
 import pwd
 import re
-import shlex
 import stat
 
 from ansible.module_utils.basic import AnsibleModule
@@ -114,25 +112,11 @@ def _kmod_drift(e: dict) -> list[tuple[str, str]]:
     return [("loaded", f"{'loaded' if loaded else 'not loaded'}, expected {'loaded' if e['loaded'] else 'unloaded'}")]
 
 
-def _script_command(module: AnsibleModule, e: dict) -> str:
-    """A recorded script written to the module's temporary folder; the command line the script
-    module would run (the script, then its arguments, through the shell)."""
-    path = os.path.join(module.tmpdir, f"superpod-read-{len(os.listdir(module.tmpdir))}")
-    with open(path, "wb") as f:
-        f.write(base64.b64decode(e["script"]))
-    os.chmod(path, 0o700)
-    return " ".join(filter(None, (e["args"].get("executable"), shlex.quote(path), e["args"].get("_raw_params"))))
-
-
 def _probe_drift(module: AnsibleModule, e: dict) -> list[tuple[str, str]]:
-    """The read again, run as the command, shell and script modules run it."""
+    """The read again, run as the command and shell modules run it."""
     args = e["args"]
-    shell = bool(args.get("_uses_shell")) or "script" in e
-    if "script" in e:
-        cmd = _script_command(module, e)
-        args = {k: v for k, v in args.items() if k != "executable"}
-    else:
-        cmd = args.get("_raw_params") if shell else (args.get("argv") or args.get("_raw_params"))
+    shell = bool(args.get("_uses_shell"))
+    cmd = args.get("_raw_params") if shell else (args.get("argv") or args.get("_raw_params"))
     stdin = args.get("stdin")
     if stdin is not None and args.get("stdin_add_newline", True):
         stdin = stdin + "\n"
