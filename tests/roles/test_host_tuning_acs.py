@@ -160,11 +160,11 @@ def test_check_mode_reports_and_writes_nothing(tmp_path):
 def test_boot_unit_disables_acs_before_the_gpu_services(tmp_path):
     src = ROOT / "roles/host_tuning/templates/superpod-pcie-acs.service.j2"
     tasks = [{"ansible.builtin.template": {"src": str(src), "dest": str(tmp_path / "unit"), "mode": "0644"}}]
-    unit_vars = {"host_tuning_pcie_acs_script": "/usr/local/libexec/superpod-pcie-acs", "host_tuning_setpci": "setpci"}
+    unit_vars = {"host_tuning_pcie_acs_script": "/usr/local/sbin/superpod-pcie-acs", "host_tuning_setpci": "setpci"}
     results = run_play(tmp_path, tasks, {"node": {}}, unit_vars)
     assert not [r for r in results["node"] if r.get("failed")], results["node"]
     unit = (tmp_path / "unit").read_text()
-    assert "ExecStart=/usr/local/libexec/superpod-pcie-acs --disable --setpci setpci" in unit
+    assert "ExecStart=/usr/local/sbin/superpod-pcie-acs --disable --setpci setpci" in unit
     assert "Type=oneshot" in unit and "WantedBy=multi-user.target" in unit
     assert "Before=nvidia-persistenced.service nvidia-fabricmanager.service" in unit
 
