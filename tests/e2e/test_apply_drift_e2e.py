@@ -56,6 +56,8 @@ QUICK_DRIFT = {
     ("su01-node02", "/etc/security/limits.d/90-superpod-memlock.conf", "missing"),
     ("su01-node03", "superpod-cpu-governor.service", "enabled"),
     ("su01-node03", "/etc/default/grub.d/60-superpod-host-tuning.cfg", "content"),
+    # and what the roles read: the effective command line they compute from every grub.d drop-in
+    ("su01-node03", "Compute the effective kernel command line", "output"),
 }
 # Tasks that follow from a drifted kernel command line file: the effective command line (all
 # grub.d drop-ins together) differs from the one each role last handed to the bootloader, so
