@@ -138,6 +138,14 @@ def test_the_inputs_digest_follows_every_input_and_nothing_else(tmp_path):
     (project / "roles" / "r" / "__pycache__" / "x.pyc").write_bytes(b"\0")
     (project / "roles" / "r" / "molecule").mkdir()
     (project / "roles" / "r" / "molecule" / "converge.yml").write_text("[]\n")
+    # an agent's wheel build, which the roles run on the controller in the middle of an apply
+    agent = project / "agents" / "telemetry"
+    agent.mkdir(parents=True)
+    (agent / "pyproject.toml").write_text("[project]\nname = 't'\n")
+    first = inputs.digest(req, env)
+    for out in ("build/lib", "t.egg-info", "dist"):
+        (agent / out).mkdir(parents=True)
+        (agent / out / "PKG-INFO").write_text("x\n")
     assert inputs.digest(req, env) == first
     changes = [
         lambda: (project / "roles" / "r" / "tasks" / "main.yml").write_text("- ansible.builtin.ping: {}\n"),
@@ -146,6 +154,7 @@ def test_the_inputs_digest_follows_every_input_and_nothing_else(tmp_path):
         lambda: overlay.write_text("all: {vars: {y: 2}}\n"),
         lambda: (project / "ansible.cfg").write_text("[defaults]\nforks = 5\n"),
         lambda: (project / "site.yml").write_text("[]\n"),
+        lambda: (agent / "pyproject.toml").write_text("[project]\nname = 't2'\n"),  # an agent's source
     ]
     seen = {first}
     for change in changes:

@@ -18,7 +18,10 @@ from topology.operate.runs import RunRequest
 # or tests: they change no run)
 _PLAYBOOK_SIBLINGS = ("roles", "filter_plugins", "library", "module_utils", "group_vars", "host_vars")
 _PROJECT_FILES = ("ansible.cfg", "topology/operate/strategy_plugins", "agents")  # agents: roles build their wheels
-_NOT_INPUTS = {"__pycache__", "molecule", "tests", ".git"}
+# Not inputs: tests and scenarios, and what runs leave behind (byte code, the agents' wheel builds,
+# which a run writes into agents/ itself: a digest that counted them would change under every run)
+_NOT_INPUTS = {"__pycache__", "molecule", "tests", ".git", "build", "dist", ".pytest_cache", ".hypothesis",
+               ".ruff_cache", ".cache", ".venv"}
 _VERSIONED = ("ansible-core", "ansible", "ansible-runner", "mitogen", "superpod")
 
 
@@ -30,7 +33,7 @@ def _files(root: Path) -> Iterator[Path]:
     if not root.is_dir():
         return
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
-        dirnames[:] = sorted(d for d in dirnames if d not in _NOT_INPUTS)
+        dirnames[:] = sorted(d for d in dirnames if d not in _NOT_INPUTS and not d.endswith(".egg-info"))
         for name in sorted(filenames):
             if not name.endswith((".pyc", ".pyo", ".retry")):
                 yield Path(dirpath) / name
