@@ -294,3 +294,26 @@ def test_the_check_replays_accounts_mounts_finds_and_facts(tmp_path):
     assert check._facts_drift({"facts": facts}, {**facts, "kernel": "6.8.1"}) == [
         ("facts", "kernel: '6.8.1', was '6.8.0'")]
     assert check._facts_drift({"facts": facts}, None) == [("facts", "no facts to compare")]
+
+
+def test_hosts_not_known_converged_run_while_the_others_are_skipped(tmp_path):
+    project, managed = _project(tmp_path)
+    (project / "inventories" / "lab" / "hosts.yml").write_text(
+        "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n"
+        "    other:\n      ansible_connection: local\n"
+        "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
+    base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
+    assert _cli("apply", *base).exit_code == 0
+    path = project / ".runs" / "lab" / "converged.json"
+    record = json.loads(path.read_text())
+    assert set(record) == {"localhost", "other"}
+    del record["other"]  # as if its last full run had failed
+    path.write_text(json.dumps(record))
+    again = _cli("apply", *base)
+    assert again.exit_code == 0, again.output
+    assert "1 hosts converged and unchanged (skipped): localhost" in again.output
+    ran = _runs(project, "apply")[-1]
+    assert (ran / "artifacts" / "run").is_dir() and len(_runs(project, "apply")) == 2
+    assert "1 hosts: ok=" in again.output and "other" in again.output  # the other one ran, alone
+    assert set(json.loads(path.read_text())) == {"localhost", "other"}  # and is converged again

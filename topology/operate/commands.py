@@ -66,7 +66,7 @@ def _print_skip(console: Console, skip: Skip, what: str) -> None:
     names = ", ".join(skip.hosts) if len(skip.hosts) <= 12 else f"{', '.join(skip.hosts[:12])}, ..."
     console.print(f"{len(skip.hosts)} hosts converged and unchanged ({what}): {names}\n"
                   f"  each by a full apply since {skip.since} with the same playbook, roles and inventory, "
-                  "and its record (files, units, sysctls, modules, packages) checked clean now; "
+                  "and its record (files, units, the roles' reads, facts) checked clean now; "
                   "`--full` runs every task", highlight=False)
 
 
