@@ -8,8 +8,8 @@ record is merged per entry into `.runs/<stack>/manifest/<host>.json`, so a run l
 --tags or --limit keeps the rest. `superpod drift --quick` compares each host with its record
 in one module call per host (playbooks/library/superpod_manifest_check.py): seconds, where the
 full check (site.yml in check mode) takes minutes. It answers "has anything we manage changed
-since the last apply", not "does the host match the plan": a spec changed since, packages,
-running sysctls and kernel state are the full check's. Delegated tasks (the controller's build
+since the last apply", not "does the host match the plan": a spec changed since is the full
+check's. Delegated tasks (the controller's build
 cache) and no_log results are not recorded: a record never holds what Ansible was told to hide.
 
 The record also holds what the run *read* (its observations), so that a host whose record checks
@@ -80,9 +80,14 @@ def _sha1(text: str) -> str:
     return hashlib.sha1(text.encode("utf-8", "surrogateescape")).hexdigest()
 
 
+def _module_args(res: dict) -> dict:
+    """The arguments the module ran with, as it echoes them back."""
+    return (res.get("invocation") or {}).get("module_args") or {}
+
+
 def _probe(res: dict, task: str) -> dict | None:
     """A declared read's command, as the check replays it, with what it answered."""
-    args = (res.get("invocation") or {}).get("module_args") or {}
+    args = _module_args(res)
     kept = {k: args[k] for k in PROBE_ARGS if args.get(k) not in (None, "", [])}
     if not (kept.get("argv") or kept.get("_raw_params")) or not isinstance(res.get("rc"), int):
         return None
@@ -101,7 +106,7 @@ def _account(short: str, res: dict) -> dict | None:
 
 
 def _mount(_: str, res: dict) -> dict | None:
-    args = (res.get("invocation") or {}).get("module_args") or {}
+    args = _module_args(res)
     path, state = res.get("name") or args.get("path"), args.get("state")
     if not path or state not in ("mounted", "present", "absent", "unmounted"):
         return None
@@ -109,7 +114,7 @@ def _mount(_: str, res: dict) -> dict | None:
 
 
 def _alternative(_: str, res: dict) -> dict | None:
-    args = (res.get("invocation") or {}).get("module_args") or {}
+    args = _module_args(res)
     if not args.get("name") or not args.get("path") or args.get("state") not in ("present", "selected", "auto"):
         return None
     return {"alternative": args["name"], "path": args["path"], "selected": args["state"] == "selected"}
@@ -128,7 +133,7 @@ _RECORDERS = {"user": _account, "group": _account, "ansible.posix.mount": _mount
 
 
 def _find(res: dict, task: str) -> dict | None:
-    args = (res.get("invocation") or {}).get("module_args") or {}
+    args = _module_args(res)
     if any(args.get(k) not in FIND_DEFAULTS.get(k, (None,)) for k in args if k not in FIND_ARGS):
         return None  # options the check does not replay
     kept = {k: args[k] for k in FIND_ARGS if args.get(k) not in (None, "", [])}
@@ -137,7 +142,7 @@ def _find(res: dict, task: str) -> dict | None:
 
 def _stat(action: str, res: dict) -> dict | None:
     if action == "slurp":
-        path = res.get("source") or ((res.get("invocation") or {}).get("module_args") or {}).get("src")
+        path = res.get("source") or _module_args(res).get("src")
         if path and "content" not in res and str(res.get("msg", "")).startswith("File not found"):
             return {"path": path, "state": "absent"}  # a read that found nothing (failed_when: false)
         if not path or res.get("encoding") != "base64":
@@ -145,7 +150,7 @@ def _stat(action: str, res: dict) -> dict | None:
         return {"path": path, "state": "file",
                 "checksum": hashlib.sha1(base64.b64decode(res.get("content") or "")).hexdigest()}
     st = res.get("stat") or {}
-    path = ((res.get("invocation") or {}).get("module_args") or {}).get("path")
+    path = _module_args(res).get("path")
     if not path:
         return None
     if not st.get("exists"):
@@ -201,11 +206,11 @@ def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]
         yield entry if entry else {"unverifiable": short, "task": task}
     elif short == "unarchive":  # the tree it unpacked: that it is there (its contents are the archive's)
         for path, state in ((res.get("dest"), "directory"),
-                            (((res.get("invocation") or {}).get("module_args") or {}).get("creates"), "exists")):
+                            (_module_args(res).get("creates"), "exists")):
             if path:
                 yield {"path": path, "state": state}
     elif short == "deb822_repository":
-        if res.get("dest") and ((res.get("invocation") or {}).get("module_args") or {}).get("state") == "absent":
+        if res.get("dest") and _module_args(res).get("state") == "absent":
             yield {"path": res["dest"], "state": "absent"}
         elif res.get("dest") and isinstance(res.get("repo"), str):
             yield {"path": res["dest"], "state": "file", "checksum": _sha1(res["repo"])}
@@ -259,8 +264,8 @@ def _with_package_coverage(entries: dict[str, dict]) -> dict[str, dict]:
     query replays it; one without it cannot check what those modules saw."""
     if not any(k.startswith("packages:") for k in entries):
         return entries
-    queried = any(Path(str((e.get("args") or {}).get("argv", [""])[0] if (e.get("args") or {}).get("argv")
-                           else "")).name in PACKAGE_QUERIES for e in entries.values() if "probe" in e)
+    queried = any(Path(str((e["args"].get("argv") or [""])[0])).name in PACKAGE_QUERIES
+                  for e in entries.values() if "probe" in e)
     out = {k: e for k, e in entries.items() if not k.startswith("packages:")}
     if not queried:
         for k in entries:

@@ -271,36 +271,34 @@ def _facts_drift(e: dict, facts: dict | None) -> list[tuple[str, str]]:
     return [("facts", f"{k}: {facts.get(k)!r}, was {e['facts'].get(k)!r}") for k in changed]
 
 
+# The entry's kind (the key that names it) -> its check(module, entry, facts); a path otherwise
+_KINDS = {
+    "unit": lambda m, e, _: _unit_drift(m, e),
+    "unit_active": lambda m, e, _: _active_drift(m, e),
+    "kmod": lambda _m, e, _: _kmod_drift(e),
+    "probe": lambda m, e, _: _probe_drift(m, e),
+    "find": lambda _m, e, _: _find_drift(e),
+    "facts": lambda _m, e, facts: _facts_drift(e, facts),
+    "user_account": lambda _m, e, _: _account_drift(e),
+    "group_account": lambda _m, e, _: _account_drift(e),
+    "mount": lambda _m, e, _: _mount_drift(e),
+    "alternative": lambda _m, e, _: _alternative_drift(e),
+    "pip": lambda m, e, _: _pip_drift(m, e),
+}
+
+
+def _kind(e: dict) -> str:
+    return next((k for k in _KINDS if k in e), "path")
+
+
 def _what(e: dict) -> str:
-    for kind in ("unit", "unit_active", "kmod", "probe", "find", "user_account", "group_account", "mount",
-                 "alternative", "path"):
-        if kind in e:
-            return str(e[kind])
-    return ",".join(e["pip"]) if "pip" in e else "facts"
+    kind = _kind(e)
+    return {"pip": lambda: ",".join(e["pip"]), "facts": lambda: "facts"}.get(kind, lambda: str(e[kind]))()
 
 
 def _drift(module: AnsibleModule, e: dict, facts: dict | None) -> list[tuple[str, str]]:
-    if "unit" in e:
-        return _unit_drift(module, e)
-    if "unit_active" in e:
-        return _active_drift(module, e)
-    if "kmod" in e:
-        return _kmod_drift(e)
-    if "probe" in e:
-        return _probe_drift(module, e)
-    if "find" in e:
-        return _find_drift(e)
-    if "facts" in e:
-        return _facts_drift(e, facts)
-    if "user_account" in e or "group_account" in e:
-        return _account_drift(e)
-    if "mount" in e:
-        return _mount_drift(e)
-    if "alternative" in e:
-        return _alternative_drift(e)
-    if "pip" in e:
-        return _pip_drift(module, e)
-    return _path_drift(e)
+    kind = _kind(e)
+    return _path_drift(e) if kind == "path" else _KINDS[kind](module, e, facts)
 
 
 def main() -> None:
