@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
 
 import pytest
@@ -146,3 +147,24 @@ def test_stack_dir_copy_plans_into_inventories(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "inventories" / "lab" / "hosts.yml").is_file()
     assert (tmp_path / "build" / "lab" / "cabling.csv").is_file()
+
+
+def test_spec_naming_a_folder_or_fifo_says_what_it_is(tmp_path):
+    fifo = tmp_path / "pod.fifo"
+    os.mkfifo(fifo)  # opening it would block: the CLI must refuse it before reading
+    for path, rule in ((tmp_path, "is a directory, not a spec file"),
+                       (fifo, "is not a regular file"),
+                       (tmp_path / "missing.yaml", "no such file")):
+        result = plan("--spec", str(path), "--out", str(tmp_path / "o"))
+        assert result.exit_code == 2 and "--spec" in result.output and rule in result.output, result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_thousands_of_errors_print_the_first_fifty_and_a_count(tmp_path):
+    spec = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())["config"]["superpod:pod"]
+    spec.update({f"stray{i}": 1 for i in range(5000)})
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = plan("--spec", str(path), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2
+    assert result.output.count("unknown key") == 50 and "... and 4950 more errors" in result.output

@@ -31,11 +31,28 @@ SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec fil
 ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pulumi.<stack>.yaml files live")]
 
 
+MAX_ERRORS_SHOWN = 50  # a spec with 50,000 stray keys needs the first few named, not a minute of output
+
+
 def fail(errors: list[SpecError] | SpecError) -> None:
     # Text, not markup: field and rule quote the user's input, which may hold [brackets] or escapes
-    for e in errors if isinstance(errors, list) else [errors]:
+    errors = errors if isinstance(errors, list) else [errors]
+    for e in errors[:MAX_ERRORS_SHOWN]:
         err.print(Text.assemble(("error:", "bold red"), " ", (plain(e.field), "bold"), f": {plain(e.rule)}"))
+    if len(errors) > MAX_ERRORS_SHOWN:
+        err.print(Text.assemble(("error:", "bold red"), f" ... and {len(errors) - MAX_ERRORS_SHOWN} more errors"))
     raise typer.Exit(2)
+
+
+def spec_file_problem(path: Path) -> str | None:
+    """Why `path` cannot be read as a spec file, or None. Checked before opening: a FIFO would block."""
+    if not path.exists():
+        return f"no such file {path}"
+    if path.is_dir():
+        return f"{path} is a directory, not a spec file"
+    if not path.is_file():
+        return f"{path} is not a regular file (a FIFO, socket or device)"
+    return None
 
 
 STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # the rule of pod names: a stack names folders
@@ -56,8 +73,9 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
             if not path.is_file():
                 fail(SpecError("--stack", f"no stack file {path}"))
             return stack, load_stack_file(str(path))
-        if not spec.is_file():
-            fail(SpecError("--spec", f"no such file {spec}"))
+        problem = spec_file_problem(spec)
+        if problem:
+            fail(SpecError("--spec", problem))
         parsed = load_spec_file(str(spec))
         return parsed.name, parsed
     except SpecErrors as e:
