@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -168,3 +171,24 @@ def test_thousands_of_errors_print_the_first_fifty_and_a_count(tmp_path):
     result = plan("--spec", str(path), "--out", str(tmp_path / "o"))
     assert result.exit_code == 2
     assert result.output.count("unknown key") == 50 and "... and 4950 more errors" in result.output
+
+
+def test_version_short_help_and_unwrapped_output_when_not_a_terminal(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "topology.cli", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"superpod {importlib.metadata.version('superpod')}"
+    assert run("-h").returncode == 0 and "Usage" in run("plan", "-h").stdout
+    out = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-once-the-line-prefix-is-added" * 2)
+    result = run("plan", "--stack", "lab", "--out", str(out))  # stdout is a pipe, not a terminal
+    assert result.returncode == 0, result.stderr
+    assert f"{out}/ and {out}/inventory/" in result.stdout  # one line, never cut at 80 columns
+
+
+def test_an_error_under_json_is_json_on_stdout(tmp_path):
+    result = plan("--spec", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "o"), "--json")
+    assert result.exit_code == 2
+    first = result.output[:result.output.index("\nerror:")] if "\nerror:" in result.output else result.output
+    assert json.loads(first) == {"ok": False, "errors": [
+        {"field": "--spec", "rule": f"no such file {tmp_path / 'missing.yaml'}"}]}

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,11 +21,31 @@ from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_sta
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="GPU SuperPOD infrastructure as code: a pod spec becomes fabric, cabling, "
     "addresses, racks and an Ansible inventory.",
 )
-console = Console()
+# Output that is not a terminal (a log, a pipe) is never wrapped: a path or a work-list line
+# split at 80 columns cannot be copied or grepped.
+console = Console(soft_wrap=not sys.stdout.isatty())
 err = Console(stderr=True, soft_wrap=True)
+
+
+def show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"superpod {version('superpod')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """GPU SuperPOD infrastructure as code: a pod spec becomes fabric, cabling, addresses, racks and an
+    Ansible inventory."""
 
 StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
 SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045
@@ -37,11 +58,21 @@ MAX_ERRORS_SHOWN = 50  # a spec with 50,000 stray keys needs the first few named
 def fail(errors: list[SpecError] | SpecError) -> None:
     # Text, not markup: field and rule quote the user's input, which may hold [brackets] or escapes
     errors = errors if isinstance(errors, list) else [errors]
+    if wants_json():  # a script reading stdout gets the errors there too, not an empty stream
+        console.print_json(data={"ok": False, "errors": [{"field": e.field, "rule": e.rule} for e in errors]})
     for e in errors[:MAX_ERRORS_SHOWN]:
         err.print(Text.assemble(("error:", "bold red"), " ", (plain(e.field), "bold"), f": {plain(e.rule)}"))
     if len(errors) > MAX_ERRORS_SHOWN:
         err.print(Text.assemble(("error:", "bold red"), f" ... and {len(errors) - MAX_ERRORS_SHOWN} more errors"))
     raise typer.Exit(2)
+
+
+# Set by each command that takes --json, so that fail() answers in the same form.
+JSON_ERRORS: ContextVar[bool] = ContextVar("json_errors", default=False)
+
+
+def wants_json() -> bool:
+    return JSON_ERRORS.get()
 
 
 def spec_file_problem(path: Path) -> str | None:
@@ -103,6 +134,7 @@ def plan(
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
+    JSON_ERRORS.set(json_summary)
     from topology.render.artifacts import iter_artifacts
     from topology.render.files import publish
     from topology.render.inventory import OVERRIDES
@@ -357,6 +389,7 @@ def drift(
 
     from topology.operate import commands
 
+    JSON_ERRORS.set(json_out)
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
                        "drift", playbook)
     if quick:
@@ -388,6 +421,7 @@ def validate(
     """Compare the cabling the devices see (LLDP, ibnetdiscover) with cabling.csv: correct, missing,
     miswired, swapped, wrong speed, unplanned, not heard from; and a work list per rack.
     Exit 0 all correct, 1 mismatches, 2 errors."""
+    JSON_ERRORS.set(json_out)
     from topology.operate import validate as v
 
     try:
