@@ -92,6 +92,18 @@ def scope(plan: Plan, discovery: Discovery, fabrics: tuple[str, ...], limit: tup
     return links, Discovery(kept, {d for d in discovery.reporters if match(d)}, discovery.ports)
 
 
+def site_ends_named(discovery: Discovery, plan: Plan) -> Discovery:
+    """A border port's neighbor is the site's router, under the site's own name: a record on a planned
+    border port whose far device the plan does not hold is that planned cable's site end."""
+    site_end = {lk.a: lk.b for lk in plan.links if lk.site_end}
+    if not site_end:
+        return discovery
+    neighbors = [Neighbor(nb.local, site_end[nb.local], nb.speed_gbps, nb.source)
+                 if nb.local in site_end and nb.remote[0] not in plan.racks else nb
+                 for nb in discovery.neighbors]
+    return Discovery(neighbors, discovery.reporters, discovery.ports)
+
+
 def exit_code(result: Result) -> int:
     return 0 if result.all_correct else 1
 
@@ -103,7 +115,9 @@ def _end(e) -> str:
 
 
 def _planned(lk: PlannedLink | None) -> str:
-    return f"{_end(lk.a)} — {_end(lk.b)}" if lk else ""
+    if not lk:
+        return ""
+    return f"{lk.cable_id + ': ' if lk.cable_id else ''}{_end(lk.a)} — {_end(lk.b)}"
 
 
 def _found(f: Finding) -> str:
@@ -131,8 +145,9 @@ def counts(result: Result) -> dict[str, int]:
 
 def to_json(stack: str, result: Result, tasks: list[Task]) -> dict:
     def link(lk):
-        return None if lk is None else {"a_device": lk.a[0], "a_port": lk.a[1], "b_device": lk.b[0],
-                                        "b_port": lk.b[1], "fabric": lk.fabric, "speed_gbps": lk.speed_gbps}
+        return None if lk is None else {"cable_id": lk.cable_id, "a_device": lk.a[0], "a_port": lk.a[1],
+                                        "b_device": lk.b[0], "b_port": lk.b[1], "fabric": lk.fabric,
+                                        "speed_gbps": lk.speed_gbps}
 
     return {
         "stack": stack,
@@ -145,7 +160,8 @@ def to_json(stack: str, result: Result, tasks: list[Task]) -> dict:
             for f in result.findings if f.kind != "correct"
         ],
         "not_heard": result.not_heard,
-        "work_list": [{"rack": t.rack, "device": t.device, "port": t.port, "action": t.action} for t in tasks],
+        "work_list": [{"rack": t.rack, "device": t.device, "port": t.port, "action": t.action, "cable_id": t.cable_id}
+                      for t in tasks],
     }
 
 
@@ -192,7 +208,7 @@ def validate(plan_dir: Path, from_dir: Path, fabrics: tuple[str, ...] = DEFAULT_
     unknown = sorted(set(fabrics) - {lk.fabric for lk in plan.links})
     if unknown:
         raise SpecError("--fabric", f"no such fabric in the plan: {', '.join(unknown)}")
-    links, discovery = scope(plan, read_discovery(from_dir, plan), fabrics, limit)
+    links, discovery = scope(plan, site_ends_named(read_discovery(from_dir, plan), plan), fabrics, limit)
     if not links:
         raise SpecError("--limit", "no planned cable is left to check (both ends must match)")
     result = compare(links, discovery)
