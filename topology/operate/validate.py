@@ -66,6 +66,8 @@ def read_discovery(folder: Path, plan: Plan) -> Discovery:
                                                      path.name)
                 neighbors += found
                 reporters |= devices
+        except SpecError:
+            raise
         except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as e:
             # a shape none of the tools prints: name the file, never a traceback
             raise SpecError(path.name, f"not the output of lldpctl, ibnetdiscover or the port collector: "
