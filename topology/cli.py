@@ -231,6 +231,8 @@ def publish(
     prune: Annotated[bool, typer.Option("--prune", help="delete objects we made that the plan dropped")] = False,
     limit: Annotated[int, typer.Option(help="changes listed per object type (0: all)")] = 0,
     workers: Annotated[int, typer.Option(help="concurrent bulk requests (interfaces, cables, addresses)")] = 4,
+    timeout: Annotated[float, typer.Option(help="seconds a request may take (connect, read, write each)",
+                                           min=1, max=3600)] = 60.0,
 ) -> None:
     """Publish the plan into Nautobot: locations, rack groups, racks, device types and roles, devices
     at their units, interfaces, cables, namespace, prefixes, addresses, ASNs, SU/rail tags. Idempotent;
@@ -241,7 +243,7 @@ def publish(
         fail(SpecError("--nautobot", "required: the Nautobot URL"))
     layout = layout_of(load(stack, spec, project_dir)[1])
     raise typer.Exit(_publish_call(publish_plan, layout, nautobot, token_file, dry_run=dry_run, prune=prune,
-                                   limit=limit, workers=workers))
+                                   limit=limit, workers=workers, timeout=timeout))
 
 
 @app.command()
