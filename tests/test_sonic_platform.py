@@ -27,25 +27,29 @@ from topology.render.switches.sonic import config_db
 PLATFORMS = ROOT / "testdata" / "sonic-platforms"
 SONIC = {"switch_os": "sonic"}
 
-# variant -> (stack, spec changes). The SN4600C platform has no 4-way breakout, so a SONiC
-# in-band core that needs 4 x 25G service ports (roce-1k, roce-8k) is refused (see the test
-# below); those stacks run their in-band fabric on Cumulus here.
-ALL = {"compute_fabric": SONIC, "storage_fabric": SONIC, "management": {"inband": SONIC, "oob": SONIC}}
+# variant -> (stack, spec changes). SONiC's SN4600C platform has no 4-way breakout, and every
+# example's in-band cores split a cage 4 x 25G for the storage servers' service ports: a SONiC
+# in-band fabric is refused there (test below), so the SONiC in-band variants put their cores on
+# SN5400 (4x100G[50G,25G,10G]), as roce-8k does, or run without storage servers.
+INBAND = SONIC | {"core_switch_model": "sn5400"}
+ALL = {"compute_fabric": SONIC, "storage_fabric": SONIC, "management": {"inband": INBAND, "oob": SONIC}}
 NO_INBAND = {"compute_fabric": SONIC, "storage_fabric": SONIC, "management": {"oob": SONIC}}
 VARIANTS = {
     "lab": ("lab", ALL),
     "lab-unnumbered": ("lab", ALL | {"compute_fabric": SONIC | {"bgp_peering": "unnumbered"}}),
-    "lab-evpn-mh": ("lab", ALL | {"management": {"inband": SONIC | {"pairing": "evpn_mh"}, "oob": SONIC}}),
+    "lab-evpn-mh": ("lab", ALL | {"management": {"inband": INBAND | {"pairing": "evpn_mh"}, "oob": SONIC}}),
     "lab-per-leaf": ("lab", ALL | {"addressing": {"rail_mode": "per_leaf"}}),
     "lab-inband-bond": ("lab", ALL | {"storage_fabric": SONIC | {"node_ports": "inband_bond"}}),
     "lab-sn5600": ("lab", ALL | {"compute_fabric": SONIC | {"switch_model": "sn5600"},
                                  "storage_fabric": SONIC | {"switch_model": "sn5600"}}),
     "lab-compute-only": ("lab", {"compute_fabric": SONIC}),
     "lab-storage-only": ("lab", {"storage_fabric": SONIC}),
-    "lab-inband-only": ("lab", {"management": {"inband": SONIC}}),
+    "lab-inband-only": ("lab", {"management": {"inband": INBAND}}),
+    "lab-sn4600c-cores": ("lab", {"management": {"inband": SONIC, "oob": SONIC},
+                                  "storage_fabric": {"storage_servers": 0}}),
     "roce-1k": ("roce-1k", NO_INBAND),
     "roce-8k": ("roce-8k", NO_INBAND),
-    "dgx-h100-ib": ("dgx-h100-ib", {"storage_fabric": SONIC, "management": {"inband": SONIC, "oob": SONIC}}),
+    "dgx-h100-ib": ("dgx-h100-ib", {"storage_fabric": SONIC, "management": {"inband": INBAND, "oob": SONIC}}),
 }
 
 
@@ -161,7 +165,7 @@ def test_a_breakout_the_platform_lacks_is_refused_naming_the_field():
     """roce-1k's in-band cores split cages 4 x 25G for the storage servers' service ports: SONiC's
     SN4600C platform has 1x100G and 2x50G only, so an all-SONiC roce-1k is refused, naming the
     field that chose SONiC and the modes the platform has."""
-    layout = build(spec_with("roce-1k", **ALL))
+    layout = build(spec_with("roce-1k", **(ALL | {"management": {"inband": SONIC}})))
     cat = catalog.load()
     sw = next(s for s in build_intents(layout) if s.name == "inband-core-01")
     with pytest.raises(SpecError) as e:
@@ -175,7 +179,7 @@ def test_plan_refuses_and_writes_nothing(tmp_path):
 
     from topology.cli import app
 
-    spec = spec_with("roce-1k", **ALL).model_dump(exclude_none=True)
+    spec = spec_with("roce-1k", **(ALL | {"management": {"inband": SONIC}})).model_dump(exclude_none=True)
     path = tmp_path / "pod.json"
     path.write_text(json.dumps(spec))
     out = tmp_path / "out"
