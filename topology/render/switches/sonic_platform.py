@@ -33,6 +33,7 @@ class Mode:
     speeds: frozenset[int]  # every leg speed the mode allows (default and the bracketed ones)
 
 
+@cache
 def parse_mode(key: str) -> Mode | None:
     """A single-group mode key; None for mixed modes (`1x200G(4)+2x100G(4)`), which the plan never uses."""
     m = _MODE.fullmatch(key)
