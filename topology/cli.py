@@ -160,6 +160,8 @@ def plan(
     try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
         with collector_paused():
             changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+    except SpecError as e:  # a renderer's refusal (a switch OS's platform lacks what the plan needs)
+        fail(e)
     except OSError as e:
         where = e.filename or out_dir
         fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
