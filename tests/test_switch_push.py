@@ -124,7 +124,7 @@ def switches(tmp_path_factory):
         pub = key.with_suffix(".pub").read_text().strip()
         known, sw.connection = [], {}
         for host, name in sw.containers.items():
-            for tool in ("nv", "config", "sonic-cfggen", "frr-reload", "sonic-init"):
+            for tool in ("nv", "config", "sonic-cfggen", "frr-reload", "sonic-init", "vtysh"):
                 docker("cp", str(STANDINS / tool), f"{name}:/usr/local/bin/{tool}")
             sw.sh(host, f"install -d -m 700 /root/.ssh && echo '{pub}' > /root/.ssh/authorized_keys"
                         " && systemctl start ssh.service")

@@ -10,6 +10,7 @@ a report says which switches were changed, where it stopped, and which were left
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cache
 
 import yaml
 from rich.console import Console
@@ -54,6 +55,26 @@ class RolloutStop:
     untouched: list[str]  # switches of the plan's batches this run never reached
 
 
+@cache
+def _plugins() -> None:
+    from ansible.plugins.loader import init_plugin_loader
+
+    init_plugin_loader()  # once per process: the inventory plugins the manager needs
+
+
+def _in_scope(req: RunRequest, hosts: list[str]) -> set[str]:
+    """The hosts among `hosts` that the run's --limit selects, as ansible resolves it."""
+    if not req.limit:
+        return set(hosts)
+    from ansible.inventory.manager import InventoryManager
+    from ansible.parsing.dataloader import DataLoader
+
+    _plugins()
+    inventory = InventoryManager(DataLoader(), [str(req.inventory_dir), *(str(p.resolve()) for p in req.overlays)])
+    inventory.subset(req.limit)
+    return {h.name for h in inventory.get_hosts(ETHERNET_SWITCHES)} & set(hosts)
+
+
 def stopped(req: RunRequest, ran: set[str], changed: set[str], failed: set[str]) -> RolloutStop | None:
     """None unless a switch failed. `ran`: the hosts that ran tasks in this run."""
     children = _children(req)
@@ -63,7 +84,8 @@ def stopped(req: RunRequest, ran: set[str], changed: set[str], failed: set[str])
         return None
     in_batches = [h for g in (CANARY_GROUP, *BATCHES) for h in _hosts(children, g)]
     order = list(dict.fromkeys(in_batches + switches))
-    return RolloutStop(bad, [h for h in order if h in changed], [h for h in order if h not in ran])
+    scope = _in_scope(req, order)
+    return RolloutStop(bad, [h for h in order if h in changed], [h for h in order if h in scope and h not in ran])
 
 
 def print_stop(console: Console, stop: RolloutStop) -> None:
