@@ -78,7 +78,8 @@ def test_site_runs_switch_fabric_on_ethernet_switches_with_become(tmp_path):
     for play in switch_plays:
         assert play["become"] is True
         assert play["gather_facts"] is False  # a switch's Python may be missing or old: the role needs no facts
-        assert play["any_errors_fatal"] is True and play["max_fail_percentage"] == 0
+        # a push stops the run at the first failure; a drift run (check mode) reports every switch
+        assert play["max_fail_percentage"] == "{{ 0 if not ansible_check_mode else 100 }}"
         assert "strategy" not in play  # linear: a batch's pushes, then its gates, in step
         [role] = [r for r in play["roles"] if r["role"] == "switch_fabric"]
         assert role["tags"] == ["switch_fabric"]

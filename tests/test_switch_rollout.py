@@ -11,7 +11,8 @@ the inventory groups `superpod plan` wrote.
 Asserted: the canary is pushed and gated before any other switch; batches run in order; a pair's
 second switch is pushed only after the first one's gate read; a gate that fails (sessions left
 idle after the push) stops the rollout: the switches of later batches are never pushed, and the
-report names what changed and what was left untouched. Local connections, no containers: ~1 min.
+report names what changed and what was left untouched; a drift run reads every switch past a failing
+one. Local connections, no containers: ~2 min on 2 loaded cores.
 """
 
 from __future__ import annotations
@@ -82,9 +83,12 @@ class Lab:
             (state / "health.json").write_text(json.dumps(_health(ROOT / "build/lab/switches" / h / "startup.yaml")))
         self.log.write_text("")
 
-    def apply(self, *extra: str):
-        return superpod("apply", "--stack", "lab", "-i", str(self.overlay), "--runs-dir", str(self.runs),
+    def run(self, command: str, *extra: str):
+        return superpod(command, "--stack", "lab", "-i", str(self.overlay), "--runs-dir", str(self.runs),
                         "--limit", ",".join(HOSTS), "--no-progress", "--full", *extra, timeout=800)
+
+    def apply(self, *extra: str):
+        return self.run("apply", *extra)
 
     def events(self) -> list[tuple[str, str]]:
         return [tuple(line.split(" ", 1)) for line in self.log.read_text().splitlines()]
@@ -152,3 +156,16 @@ def test_a_failed_gate_stops_the_rollout_and_leaves_the_rest_untouched(lab):
     assert "rollout gate failed after the push" in out and "BGP" in out
     untouched = out.split("left untouched: ")[1].split(f" {len(first_batch)} hosts:")[0].split(", ")
     assert sorted(untouched) == sorted(later), out  # the run's scope (--limit), none of it reached
+
+
+def test_a_drift_run_reads_every_switch_past_a_failing_one(lab):
+    """Check mode changes nothing: there a failed switch stops no batch (site.yml's switch plays
+    stop an apply only)."""
+    lab.reset()
+    failing = "su01-leaf-rail0"  # batch 1
+    (lab.tmp / failing / "nvue/fail-show").write_text("")
+    proc = lab.run("drift")
+    assert proc.returncode == 2, proc.stdout + proc.stderr  # an error on one switch
+    events = lab.events()
+    assert {h for h, what in events if what == "config show"} == set(HOSTS)  # every batch was read
+    assert not _pushed(events)

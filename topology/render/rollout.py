@@ -13,7 +13,7 @@ is its place among the switches that stand in for it:
   group at once (a group of one has nothing to fall back on either way).
 
 Each batch is an inventory group `switch_rollout_<n>` (site.yml runs one play per batch, with a
-health gate after each push and `any_errors_fatal`); the number of batches does not depend on the
+health gate after each push, stopping at the first failure); the number of batches does not depend on the
 pod's size, so site.yml stays static, and `--limit` only ever removes switches from a batch.
 """
 
