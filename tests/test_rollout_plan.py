@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from tests.conftest import STACKS, stack_layout
+from tests.e2e.labpod import plan, superpod
 from topology.render import rollout
 from topology.render.inventory import ETHERNET_SWITCHES, render_inventory
 
@@ -82,3 +83,11 @@ def test_an_mlag_pod_splits_each_pair_and_the_lab_has_both_sides(tmp_path):
     where, _ = _inventory_batches(stack_layout("lab"), tmp_path)
     assert where["su01-inband-a"] != where["su01-inband-b"]
     assert where["su01-leaf-rail0"] != where["su01-leaf-rail1"]
+
+
+def test_a_canary_that_is_no_ethernet_switch_is_refused_before_anything_runs(tmp_path):
+    plan("lab")
+    proc = superpod("apply", "--stack", "lab", "--canary", "su01-node01", "--runs-dir", str(tmp_path), timeout=120)
+    assert proc.returncode == 2
+    assert "--canary: su01-node01 is not an Ethernet switch" in " ".join(proc.stdout.split() + proc.stderr.split())
+    assert not list(tmp_path.rglob("*-apply"))  # no run was started
