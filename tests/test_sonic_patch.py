@@ -31,10 +31,26 @@ LEAF = "su01-leaf-rail1"
 
 
 @pytest.fixture(scope="module")
-def planned(tmp_path_factory):
+def rendered(tmp_path_factory):
     out = tmp_path_factory.mktemp("sonic")
-    files = render_switch_configs(build(spec_with("lab", compute_fabric={"switch_os": "sonic"})), out)
-    return json.loads(files[out / "switches" / LEAF / "config_db.json"])
+    layout = build(spec_with("lab", compute_fabric={"switch_os": "sonic"}))
+    return layout, render_switch_configs(layout, out), out / "switches" / LEAF
+
+
+@pytest.fixture(scope="module")
+def planned(rendered):
+    _, files, where = rendered
+    return json.loads(files[where / "config_db.json"])
+
+
+def test_the_gate_waits_for_every_session_the_plan_gives_the_leaf(rendered):
+    """The planned sessions, read from frr.conf for the gate, are the leaf's uplinks in the plan."""
+    layout, files, where = rendered
+    planned_peers = {a.peer for a in layout.addresses_by_device[LEAF] if a.peer and a.pool != "oob"
+                     and any(lk.a_device == LEAF and lk.a_port == a.interface and lk.tier == "leaf-spine"
+                             for lk in layout.links)}
+    assert planned_peers
+    assert set(sonic.switch_fabric_frr_neighbors(files[where / "frr.conf"])) == planned_peers
 
 
 def _owned(running: dict, planned: dict) -> dict:

@@ -16,6 +16,8 @@ A patch is the difference between the running tables the plan owns and the plann
 
 from __future__ import annotations
 
+import re
+
 CREATE_ONLY = {
     "PORT": ("lanes",),
     "LOOPBACK_INTERFACE": ("vrf_name",),
@@ -45,6 +47,18 @@ def switch_fabric_sonic_reload_reasons(running: dict, planned: dict) -> list[str
     return out
 
 
+# `neighbor <address|interface> [interface] remote-as ...` or `... peer-group <group>`: a session
+# (a peer-group's own lines, `neighbor FABRIC peer-group` and its settings, are not)
+_SESSION = re.compile(r"^\s*neighbor (\S+) (?:interface )?(?:remote-as|peer-group \S)", re.M)
+
+
+def switch_fabric_frr_neighbors(frr_conf: str) -> list[str]:
+    """The BGP sessions an frr.conf configures, by neighbor (address or interface), for the
+    rollout gate: the sessions the plan keeps."""
+    return sorted(set(_SESSION.findall(frr_conf)))
+
+
 class FilterModule:
     def filters(self):
-        return {"switch_fabric_sonic_reload_reasons": switch_fabric_sonic_reload_reasons}
+        return {"switch_fabric_sonic_reload_reasons": switch_fabric_sonic_reload_reasons,
+                "switch_fabric_frr_neighbors": switch_fabric_frr_neighbors}
