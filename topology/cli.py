@@ -350,11 +350,15 @@ def apply(
     progress: ProgressOpt = None,
     full: FullOpt = False,
     full_after: FullAfterOpt = 24.0,
+    canary: Annotated[Optional[str], typer.Option("--canary", help="an Ethernet switch pushed and health-gated "  # noqa: UP045
+                                                  "alone before the rollout's batches")] = None,
 ) -> None:
     """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
     run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error.
     A host a full apply converged with the same playbook, roles and inventory within --full-after
-    hours is skipped when its record (files, units, sysctls, modules, packages) checks clean now."""
+    hours is skipped when its record (files, units, sysctls, modules, packages) checks clean now.
+    Switches go in the plan's rollout batches with a health gate after each push; the first
+    failure stops the run and names the switches changed and those left untouched."""
     from datetime import timedelta
 
     from topology.operate import commands
@@ -362,7 +366,7 @@ def apply(
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
                        "apply", playbook, fresh_facts)
     _operate(lambda: commands.apply(req, console, progress, full=full or not full_after,
-                                    full_after=timedelta(hours=full_after)))
+                                    full_after=timedelta(hours=full_after), canary=canary))
 
 
 @app.command()

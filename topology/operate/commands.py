@@ -10,7 +10,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.markup import escape
 
-from topology.operate import converged, inputs, manifest
+from topology.operate import converged, inputs, manifest, rollout
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.progress import LiveProgress
@@ -71,11 +71,14 @@ def _print_skip(console: Console, skip: Skip, what: str) -> None:
 
 
 def apply(req: RunRequest, console: Console, progress: bool | None = None, full: bool = False,
-          full_after: timedelta = converged.FULL_AFTER) -> int:
+          full_after: timedelta = converged.FULL_AFTER, canary: str | None = None) -> int:
     """Runs site.yml; prints the per-host summary; 0 when every host is ok, 1 when a host
     failed or was unreachable (the others still ran), 2 when ansible itself failed.
     Hosts a full apply converged with the same inputs, checked unchanged now, are skipped
-    (topology/operate/converged.py) unless `full`; a run with --tags is never full."""
+    (topology/operate/converged.py) unless `full`; a run with --tags is never full.
+    `canary`: that switch is pushed (and gated) alone before any other (topology/operate/rollout.py)."""
+    if canary:
+        req = rollout.with_canary(req, canary)
     whole = req.tags is None and not req.check
     digest = inputs.digest(req) if whole else ""
     skip = _skip_converged(req, digest, console, progress, full_after, req.fresh_facts) if whole and not full else None
@@ -99,6 +102,9 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
     print_problems(console, problems)
     bad = sorted({p.host for p in problems} | {t.host for t in tallies.values() if t.failed or t.unreachable})
     retry = write_retry(outcome.run_dir, bad)
+    stop = rollout.stopped(req, set(tallies), {h for h, t in tallies.items() if t.changed}, set(bad))
+    if stop:
+        rollout.print_stop(console, stop)
     console.print(totals_line(tallies), highlight=False)
     console.print(f"run: {outcome.run_dir} (events: artifacts/run/job_events, stdout: artifacts/run/stdout)",
                   highlight=False)

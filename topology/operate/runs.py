@@ -218,7 +218,8 @@ def reduced_env(env: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
 
 def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None) -> RunOutcome:
     """Runs site.yml; returns when ansible-playbook has exited. Failing or unreachable hosts
-    do not stop the others (no any_errors_fatal, no max_fail_percentage here)."""
+    do not stop the others (no any_errors_fatal, no max_fail_percentage here), except in
+    site.yml's switch plays, where a failed switch ends an apply (the rollout, docs/switches.md)."""
     import ansible_runner
 
     check_request(req)
