@@ -164,7 +164,8 @@ def plan(
         fail(e)
     except OSError as e:
         where = e.filename or out_dir
-        fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
+        field = "--out" if out else str(inventory_dir if Path(where).is_relative_to(inventory_dir) else out_dir)
+        fail(SpecError(field, f"cannot write {where}: {e.strerror or e}"))
     if json_summary:
         print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)}, indent=1))
         return
