@@ -9,6 +9,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .textfile import read_regular_file, yaml_problem
+
 # ASHRAE TC 9.9 liquid-cooling classes: the name is the maximum facility water supply (degC).
 ASHRAE_W_CLASSES = {"W17": 17.0, "W27": 27.0, "W32": 32.0, "W40": 40.0, "W45": 45.0}
 
@@ -168,8 +170,20 @@ class AgentConfig(_Model):
         return cdu.limits or self.cdu_limits or CduLimits()
 
 
+class ConfigError(ValueError):
+    """A config file the agent cannot read as a mapping (pydantic names field errors)."""
+
+
 def load_config(path: str | Path) -> AgentConfig:
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    text, _ = read_regular_file(Path(path), str(path), ConfigError)
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: {yaml_problem(exc)}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(raw).__name__}")
     if "superpod_monitoring" in raw and isinstance(raw["superpod_monitoring"], dict):
         # accept the inventory's group-vars shape directly as well
         inner = raw.pop("superpod_monitoring")
