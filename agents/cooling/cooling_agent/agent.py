@@ -117,15 +117,21 @@ class Agent:
                 reason, message = exc.reason, str(exc)
             except Exception as exc:  # a poller bug must not kill the target's loop
                 reason, message = "internal", f"{exc.__class__.__name__}: {exc}"
-                log.exception("target %s: unexpected poller error", t.name)
+                if self.store.targets[t.name].last_reason != "internal":  # once per state change, not per poll
+                    log.exception("target %s: unexpected poller error", t.name)
             duration = time.monotonic() - start
         health = self.store.targets[t.name]
         if result is not None:
             samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in combine(result.samples)]
             if health.up == 0 and health.polls:
                 log.info("target %s: recovered", t.name)
+            if result.bad_values and not health.degraded:
+                log.warning("target %s: %d unusable reading(s) (wrong type, out of range, NaN): not exported, "
+                            "counted as bad_value", t.name, result.bad_values)
+            elif health.degraded and not result.bad_values:
+                log.info("target %s: every reading usable again", t.name)
             self.store.update(t.name, up=1.0, degraded=1.0 if result.bad_values else 0.0,
-                              last_success=time.time(), last_duration=duration,
+                              last_success=time.time(), last_duration=duration, last_reason="",
                               consecutive_failures=0, polls=health.polls + 1, samples=samples)
             if result.bad_values:
                 self.store.count_error(t.name, "bad_value", result.bad_values)
@@ -134,7 +140,7 @@ class Agent:
             log.warning("target %s (%s %s:%s) failed: %s: %s", t.name, t.conf.protocol, t.conf.address,
                         t.conf.port or "default", reason, message)
         # stale readings are dropped: a dead target shows as up=0, not as frozen values
-        self.store.update(t.name, up=0.0, degraded=0.0, last_duration=duration, samples=[],
+        self.store.update(t.name, up=0.0, degraded=0.0, last_duration=duration, samples=[], last_reason=reason,
                           consecutive_failures=health.consecutive_failures + 1, polls=health.polls + 1)
         self.store.count_error(t.name, reason)
         return False

@@ -27,6 +27,7 @@ class TargetHealth:
     last_success: float = 0.0
     last_duration: float = 0.0
     consecutive_failures: int = 0
+    last_reason: str = ""  # why the last poll failed ("" after a success): logs follow its changes
     next_delay: float = 0.0
     polls: int = 0
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -48,8 +49,8 @@ class Store:
         with self._lock:
             return [TargetHealth(labels=t.labels, up=t.up, degraded=t.degraded, last_success=t.last_success,
                                  last_duration=t.last_duration, consecutive_failures=t.consecutive_failures,
-                                 next_delay=t.next_delay, polls=t.polls, errors=dict(t.errors),
-                                 samples=t.samples) for t in self.targets.values()]
+                                 last_reason=t.last_reason, next_delay=t.next_delay, polls=t.polls,
+                                 errors=dict(t.errors), samples=t.samples) for t in self.targets.values()]
 
     def update(self, name: str, **changes) -> None:
         with self._lock:

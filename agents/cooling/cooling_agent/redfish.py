@@ -71,16 +71,26 @@ def parse_body(raw: bytes, encoding: str, limit: int) -> Any:
         raise PollError("bad_data", "response is not JSON") from exc
 
 
-def _reading(obj: Any, key: str) -> float | None:
-    """``obj[key].Reading`` as a float; None when absent or null."""
+def _reading(obj: Any, key: str) -> object:
+    """``obj[key].Reading`` as sent (PollResult.add judges it: a wrong type costs that sample)."""
     v = obj.get(key) if isinstance(obj, dict) else None
-    if isinstance(v, dict):
-        v = v.get("Reading")
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    raise PollError("bad_data", f"{key}: non-numeric reading {v!r}")
+    return v.get("Reading") if isinstance(v, dict) else v
+
+
+def _status(r: PollResult, obj: Any) -> dict:
+    """``obj.Status`` as an object; a Status of another type (a string) is one bad value."""
+    status = obj.get("Status") if isinstance(obj, dict) else None
+    if status is None or isinstance(status, dict):
+        return status or {}
+    r.bad_values += 1
+    return {}
+
+
+def _health(r: PollResult, status: dict) -> float | None:
+    health = status.get("Health")
+    if health is not None and not isinstance(health, str):
+        r.bad_values += 1
+    return health_value(health)
 
 
 def _odata_id(obj: Any) -> str | None:
@@ -167,7 +177,7 @@ class RedfishCduPoller:
         if "PrimaryCoolantConnectors" not in cdu and "SecondaryCoolantConnectors" not in cdu:
             raise PollError("bad_data", f"{self.path} is not a CoolingUnit")
         r = PollResult()
-        r.add("cdu_health", health_value((cdu.get("Status") or {}).get("Health")))
+        r.add("cdu_health", _health(r, _status(r, cdu)))
 
         async def empty() -> list:
             return []
@@ -185,21 +195,24 @@ class RedfishCduPoller:
         )
         for key, connectors in zip(loops, results[:2], strict=True):
             for conn in connectors:
-                labels = {"loop": _LOOPS[key], "connector": str(conn.get("Id", ""))}
-                for prop, metric in _CONNECTOR_READINGS.items():
-                    r.add(metric, _reading(conn, prop), **labels)
+                with r.member():
+                    labels = {"loop": _LOOPS[key], "connector": str(conn.get("Id", ""))}
+                    for prop, metric in _CONNECTOR_READINGS.items():
+                        r.add(metric, _reading(conn, prop), **labels)
         pumps, reservoirs, leak, env = results[2:]
         for pump in pumps:
-            status = pump.get("Status") or {}
-            labels = {"pump": str(pump.get("Id", ""))}
-            r.add("cdu_pump_speed_percent", _reading(pump, "PumpSpeedPercent"), **labels)
-            r.add("cdu_pump_health", health_value(status.get("Health")), **labels)
-            if "State" in status:
-                r.add("cdu_pump_enabled", 1.0 if status.get("State") == "Enabled" else 0.0, **labels)
+            with r.member():
+                status = _status(r, pump)
+                labels = {"pump": str(pump.get("Id", ""))}
+                r.add("cdu_pump_speed_percent", _reading(pump, "PumpSpeedPercent"), **labels)
+                r.add("cdu_pump_health", _health(r, status), **labels)
+                if "State" in status:
+                    r.add("cdu_pump_enabled", 1.0 if status.get("State") == "Enabled" else 0.0, **labels)
         for res in reservoirs:
-            if "FluidLevelStatus" in res:
-                r.add("cdu_reservoir_level_ok", 1.0 if res["FluidLevelStatus"] == "OK" else 0.0,
-                      reservoir=str(res.get("Id", "")))
+            with r.member():
+                if "FluidLevelStatus" in res:
+                    r.add("cdu_reservoir_level_ok", 1.0 if res["FluidLevelStatus"] == "OK" else 0.0,
+                          reservoir=str(res.get("Id", "")))
         if leak:
             link = leak.get("LeakDetectors")
             if link is None and _odata_id(leak):
@@ -218,8 +231,9 @@ class RedfishCduPoller:
             else:  # older services only list detectors inline in LeakDetectorGroups
                 for group in leak.get("LeakDetectorGroups", []):
                     for d in group.get("Detectors", []):
-                        name = (d.get("DataSourceUri") or d.get("DeviceName") or "").rstrip("/").split("/")[-1]
-                        r.add("cdu_leak_detector_state", self._detector(d), detector=name)
+                        with r.member():
+                            name = (d.get("DataSourceUri") or d.get("DeviceName") or "").rstrip("/").split("/")[-1]
+                            r.add("cdu_leak_detector_state", self._detector(d), detector=name)
         if env:
             r.add("cdu_ambient_temperature_celsius", _reading(env, "TemperatureCelsius"))
             r.add("cdu_ambient_humidity_percent", _reading(env, "HumidityPercent"))
@@ -257,31 +271,34 @@ class RedfishPduPoller:
         if metrics:
             pw = metrics.get("PowerWatts") or {}
             r.add("pdu_power_watts", _reading(metrics, "PowerWatts"))
-            if isinstance(pw.get("ApparentVA"), (int, float)):
-                r.add("pdu_apparent_power_va", pw["ApparentVA"])
+            if isinstance(pw, dict):
+                r.add("pdu_apparent_power_va", pw.get("ApparentVA"))
             r.add("pdu_energy_kwh", _reading(metrics, "EnergykWh"))
             r.add("pdu_inlet_temperature_celsius", _reading(metrics, "TemperatureCelsius"), sensor="pdu")
             r.add("pdu_inlet_humidity_percent", _reading(metrics, "HumidityPercent"), sensor="pdu")
         for m in mains:
-            r.add("pdu_frequency_hz", _reading(m, "FrequencyHz"))
-            for line, v in (m.get("PolyPhaseCurrentAmps") or {}).items():
-                if line.startswith("Line"):
-                    r.add("pdu_phase_current_amps", _reading({"x": v}, "x"), phase="L" + line[4:])
-            for pair, v in (m.get("PolyPhaseVoltage") or {}).items():
-                if pair.endswith("ToNeutral"):
-                    r.add("pdu_phase_voltage_volts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
-            for pair, v in (m.get("PolyPhasePowerWatts") or {}).items():
-                if pair.endswith("ToNeutral"):
-                    r.add("pdu_phase_power_watts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
+            with r.member():
+                r.add("pdu_frequency_hz", _reading(m, "FrequencyHz"))
+                for line, v in (m.get("PolyPhaseCurrentAmps") or {}).items():
+                    if line.startswith("Line"):
+                        r.add("pdu_phase_current_amps", _reading({"x": v}, "x"), phase="L" + line[4:])
+                for pair, v in (m.get("PolyPhaseVoltage") or {}).items():
+                    if pair.endswith("ToNeutral"):
+                        r.add("pdu_phase_voltage_volts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
+                for pair, v in (m.get("PolyPhasePowerWatts") or {}).items():
+                    if pair.endswith("ToNeutral"):
+                        r.add("pdu_phase_power_watts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
         for b in branches:
-            labels = {"branch": str(b.get("Id", ""))}
-            r.add("pdu_branch_current_amps", _reading(b, "CurrentAmps"), **labels)
-            r.add("pdu_branch_power_watts", _reading(b, "PowerWatts"), **labels)
+            with r.member():
+                labels = {"branch": str(b.get("Id", ""))}
+                r.add("pdu_branch_current_amps", _reading(b, "CurrentAmps"), **labels)
+                r.add("pdu_branch_power_watts", _reading(b, "PowerWatts"), **labels)
         for o in outlets:
-            labels = {"outlet": str(o.get("Id", ""))}
-            r.add("pdu_outlet_current_amps", _reading(o, "CurrentAmps"), **labels)
-            r.add("pdu_outlet_power_watts", _reading(o, "PowerWatts"), **labels)
-            r.add("pdu_outlet_energy_kwh", _reading(o, "EnergykWh"), **labels)
+            with r.member():
+                labels = {"outlet": str(o.get("Id", ""))}
+                r.add("pdu_outlet_current_amps", _reading(o, "CurrentAmps"), **labels)
+                r.add("pdu_outlet_power_watts", _reading(o, "PowerWatts"), **labels)
+                r.add("pdu_outlet_energy_kwh", _reading(o, "EnergykWh"), **labels)
         if not r.samples:
             raise PollError("no_data", f"{self.path}: no readings")
         return r
