@@ -20,7 +20,7 @@ import aiohttp
 from .aio import cancel_and_wait, deadline
 from .config import AgentConfig, Cdu, Pdu
 from .credentials import CredentialStore
-from .metrics import Store, combine
+from .metrics import Store, bound_series
 from .modbus import ModbusCduPoller, load_register_map
 from .model import PollError, PollResult, Sample
 from .profiles import load_profile
@@ -74,7 +74,7 @@ class Agent:
             auto_decompress=False)
         self._parser = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cooling-parse")
         limits = {"max_body": cfg.redfish_max_body_bytes, "max_members": cfg.redfish_max_members,
-                  "executor": self._parser}
+                  "max_poll_bytes": cfg.redfish_max_poll_bytes, "executor": self._parser}
         self._sem = asyncio.Semaphore(cfg.max_concurrency)
         for p in cfg.pdus:
             timeout = p.timeout_s or cfg.timeout_s
@@ -122,19 +122,25 @@ class Agent:
             duration = time.monotonic() - start
         health = self.store.targets[t.name]
         if result is not None:
-            samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in combine(result.samples)]
+            kept, dropped = bound_series(result.samples, self.config.max_label_length,
+                                         self.config.max_series_per_target)
+            samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in kept]
             if health.up == 0 and health.polls:
                 log.info("target %s: recovered", t.name)
-            if result.bad_values and not health.degraded:
-                log.warning("target %s: %d unusable reading(s) (wrong type, out of range, NaN): not exported, "
-                            "counted as bad_value", t.name, result.bad_values)
-            elif health.degraded and not result.bad_values:
+            degraded = bool(result.bad_values or dropped)
+            if degraded and not health.degraded:
+                log.warning("target %s: %d unusable reading(s) (wrong type, out of range, NaN) and %d series over "
+                            "the limit of %d: not exported", t.name, result.bad_values, dropped,
+                            self.config.max_series_per_target)
+            elif health.degraded and not degraded:
                 log.info("target %s: every reading usable again", t.name)
-            self.store.update(t.name, up=1.0, degraded=1.0 if result.bad_values else 0.0,
+            self.store.update(t.name, up=1.0, degraded=1.0 if degraded else 0.0,
                               last_success=time.time(), last_duration=duration, last_reason="",
                               consecutive_failures=0, polls=health.polls + 1, samples=samples)
             if result.bad_values:
                 self.store.count_error(t.name, "bad_value", result.bad_values)
+            if dropped:
+                self.store.count_error(t.name, "series_limit", dropped)
             return True
         if health.up == 1 or health.polls == 0:
             log.warning("target %s (%s %s:%s) failed: %s: %s", t.name, t.conf.protocol, t.conf.address,

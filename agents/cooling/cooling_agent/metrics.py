@@ -76,6 +76,15 @@ def combine(samples: list[Sample]) -> list[Sample]:
     return list(out.values())
 
 
+def bound_series(samples: list[Sample], max_label_length: int, max_series: int) -> tuple[list[Sample], int]:
+    """What one target may put into a scrape: device-given label values (member Ids) cut to
+    ``max_label_length`` characters, then merged, then at most ``max_series`` series. Returns
+    the kept samples and how many series were dropped."""
+    cut = [Sample(s.metric, {k: v[:max_label_length] for k, v in s.labels.items()}, s.value) for s in samples]
+    merged = combine(cut)
+    return merged[:max_series], max(0, len(merged) - max_series)
+
+
 class CoolingCollector(Collector):
     def __init__(self, store: Store, config: AgentConfig):
         self.store = store

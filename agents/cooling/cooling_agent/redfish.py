@@ -38,6 +38,9 @@ _CONNECTOR_READINGS = {
 # collection ~5 KiB; parsing 1 MiB holds the GIL ~20 ms (4 MiB: ~100 ms, see the bench)
 DEFAULT_MAX_BODY = 1 << 20
 DEFAULT_MAX_MEMBERS = 256  # a 48-outlet PDU lists 48
+# all bodies of one poll of one target, on the wire and inflated: a 48-outlet PDU reads ~200 KiB;
+# 256 members of 1 MiB each (every one within both limits above) stop at this budget
+DEFAULT_MAX_POLL_BYTES = 4 << 20
 INLINE_PARSE = 64 << 10  # smaller bodies parse on the loop (a thread hop costs more than they do)
 _CHUNK = 64 << 10
 
@@ -62,13 +65,35 @@ def inflate(raw: bytes, encoding: str, limit: int) -> bytes:
 
 def parse_body(raw: bytes, encoding: str, limit: int) -> Any:
     """Inflate and parse a JSON body (runs in a worker thread for large bodies)."""
+    return parse_sized(raw, encoding, limit)[0]
+
+
+def parse_sized(raw: bytes, encoding: str, limit: int) -> tuple[Any, int]:
+    """The parsed body and its inflated size (charged to the poll's byte budget)."""
     body = inflate(raw, encoding, limit)
     try:
         # NaN / Infinity (not JSON, but Python's parser reads them) reach PollResult.add,
         # which counts them as unusable readings: the target is then exported as degraded
-        return json.loads(body)
+        return json.loads(body), len(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise PollError("bad_data", "response is not JSON") from exc
+
+
+class PollBudget:
+    """Bytes one poll of one target may still read (wire and inflated together)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+
+    def left(self) -> int:
+        return self.limit - self.used
+
+    def charge(self, n: int, path: str) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise PollError("too_large", f"GET {path}: this poll read more than {self.limit} bytes "
+                                         "(all bodies of the target together)")
 
 
 def _reading(obj: Any, key: str) -> object:
@@ -100,9 +125,11 @@ def _odata_id(obj: Any) -> str | None:
 class RedfishClient:
     def __init__(self, session: aiohttp.ClientSession, target: Pdu | Cdu, cred: Credential, timeout_s: float, *,
                  max_body: int = DEFAULT_MAX_BODY, max_members: int = DEFAULT_MAX_MEMBERS,
-                 executor: Executor | None = None):
+                 max_poll_bytes: int = DEFAULT_MAX_POLL_BYTES, executor: Executor | None = None):
         self.max_body = max_body
         self.max_members = max_members
+        self.max_poll_bytes = max_poll_bytes
+        self.budget = PollBudget(max_poll_bytes)
         self.executor = executor
         port = target.port or (80 if target.scheme == "http" else DEFAULT_PORTS["redfish"])
         self.base = f"{target.scheme}://{target.address}:{port}"
@@ -112,7 +139,13 @@ class RedfishClient:
         self.auth = (aiohttp.BasicAuth(cred.username, cred.password.get_secret_value())
                      if cred.username and cred.password else None)
 
+    def begin_poll(self) -> None:
+        """A fresh byte budget; requests of an earlier poll still running keep charging theirs."""
+        self.budget = PollBudget(self.max_poll_bytes)
+
     async def get(self, path: str) -> dict:
+        budget = self.budget
+        budget.charge(0, path)  # spent already (a sibling request used it up): do not even ask
         try:
             async with self.session.get(self.base + path, auth=self.auth, timeout=self.timeout, ssl=self.ssl,
                                         headers={"Accept": "application/json",
@@ -121,31 +154,37 @@ class RedfishClient:
                     raise PollError("auth", f"GET {path}: HTTP {resp.status}")
                 if resp.status >= 400:
                     raise PollError("http", f"GET {path}: HTTP {resp.status}")
-                raw = await self._read(resp, path)
+                raw = await self._read(resp, path, budget)
                 encoding = resp.headers.get("Content-Encoding", "")
         except asyncio.TimeoutError as exc:
             raise PollError("timeout", f"GET {path}: timed out") from exc
         except aiohttp.ClientError as exc:
             raise PollError("unreachable", f"GET {path}: {exc.__class__.__name__}") from exc
         try:
+            limit = min(self.max_body, max(budget.left(), 0))  # inflated bytes count against the poll too
             if len(raw) <= INLINE_PARSE and not encoding:
-                doc = parse_body(raw, encoding, self.max_body)
+                doc, size = parse_sized(raw, encoding, limit)
             else:
                 loop = asyncio.get_running_loop()
-                doc = await loop.run_in_executor(self.executor, parse_body, raw, encoding, self.max_body)
+                doc, size = await loop.run_in_executor(self.executor, parse_sized, raw, encoding, limit)
         except PollError as exc:
             raise PollError(exc.reason, f"GET {path}: {exc}") from None
+        if encoding:
+            budget.charge(size, path)
         if not isinstance(doc, dict):
             raise PollError("bad_data", f"GET {path}: response is not a JSON object")
         return doc
 
-    async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
-        """The raw body, refused as soon as it passes ``max_body`` (declared or read)."""
+    async def _read(self, resp: aiohttp.ClientResponse, path: str, budget: PollBudget) -> bytes:
+        """The raw body, refused as soon as it passes ``max_body`` or the poll's budget (declared or read)."""
         if resp.content_length is not None and resp.content_length > self.max_body:
             raise PollError("too_large", f"GET {path}: Content-Length {resp.content_length} > {self.max_body}")
+        if resp.content_length is not None and resp.content_length > budget.left():
+            budget.charge(resp.content_length, path)
         buf = bytearray()
         async for chunk in resp.content.iter_chunked(_CHUNK):
             buf += chunk
+            budget.charge(len(chunk), path)
             if len(buf) > self.max_body:
                 raise PollError("too_large", f"GET {path}: body larger than {self.max_body} bytes")
         return bytes(buf)
@@ -173,6 +212,7 @@ class RedfishCduPoller:
 
     async def poll(self) -> PollResult:
         c = self.client
+        c.begin_poll()
         cdu = await c.get(self.path)
         if "PrimaryCoolantConnectors" not in cdu and "SecondaryCoolantConnectors" not in cdu:
             raise PollError("bad_data", f"{self.path} is not a CoolingUnit")
@@ -257,6 +297,7 @@ class RedfishPduPoller:
 
     async def poll(self) -> PollResult:
         c = self.client
+        c.begin_poll()
         pdu = await c.get(self.path)
         if "Metrics" not in pdu and "Mains" not in pdu:
             raise PollError("bad_data", f"{self.path} is not a PowerDistribution resource")

@@ -79,6 +79,7 @@ def test_memory_and_scrape_stay_bounded_against_hostile_redfish_peers(tmp_path, 
         assert len(found) == 1, (name, labels, found)
         return found[0]
 
+    print(f"agent peak RSS {peak >> 20} MiB, one scrape {len(body) >> 10} KiB")
     assert peak < PEAK_RSS_BOUND, f"peak RSS {peak >> 20} MiB"
     assert len(body) < SCRAPE_BOUND, f"one scrape is {len(body) >> 10} KiB"
     assert max(len(v) for s in samples for v in s.labels.values()) <= 128
