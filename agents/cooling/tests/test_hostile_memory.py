@@ -9,19 +9,22 @@ must keep every reading throughout."""
 
 from __future__ import annotations
 
+import multiprocessing
 import re
 import signal
 import subprocess
 import sys
 import time
 import urllib.request
+from pathlib import Path
 
 import pytest
 import yaml
 from cooling_agent import sim
+from cooling_agent.credentials import CredentialStore
 from prometheus_client.parser import text_string_to_metric_families
 
-from .conftest import layout
+from .conftest import SNMP_DATA, layout, poll_once, scrape, snmp_pdu
 
 # the stated bound (docs/cooling.md): an idle agent is ~60 MiB; the hostile peers may add the
 # per-poll byte budget (4 MiB per target) a few times over in parsed objects, nothing like 1 GB
@@ -91,3 +94,40 @@ def test_memory_and_scrape_stay_bounded_against_hostile_redfish_peers(tmp_path, 
     # the long Ids are cut, not dropped: each pump keeps its readings
     pumps = [s for s in samples if s.name == "superpod_cdu_pump_speed_percent" and s.labels["cdu"] == "long-ids-cdu"]
     assert len(pumps) == 256
+
+
+def huge_pdu_recording(folder: Path, outlets: int) -> None:
+    """The APC recording with `outlets` outlet rows (name, current, power, energy columns)."""
+    lines = [ln for ln in (SNMP_DATA / "apc.snmprec").read_text().splitlines() if ".26.9.4.3.1." not in ln]
+    table = "1.3.6.1.4.1.318.1.1.26.9.4.3.1"
+    for column, tag, value in ((3, 4, "outlet{}"), (6, 2, "12"), (7, 2, "270"), (8, 2, "5012")):
+        lines += [f"{table}.{column}.{i}|{tag}|{value.format(i)}" for i in range(1, outlets + 1)]
+    (folder / "huge.snmprec").write_text("\n".join(sorted(lines, key=_oid_key)) + "\n")
+
+
+def _oid_key(line: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in line.split("|", 1)[0].split("."))
+
+
+@pytest.mark.timeout(60)
+def test_an_snmp_table_of_20000_rows_is_refused_not_exported(tmp_path):
+    huge_pdu_recording(tmp_path, 20_000)
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    responder = ctx.Process(target=sim.serve_recordings, args=(str(tmp_path), q), daemon=True)
+    responder.start()
+    try:
+        port = q.get(timeout=30)
+        creds = CredentialStore(environ={"SUPERPOD_COOLING_HUGE_COMMUNITY": "huge"})
+        agent, oks = poll_once(layout(timeout_s=20, pdus=[snmp_pdu("huge-pdu", port, "apc", community="huge")]),
+                               creds)
+    finally:
+        responder.kill()
+        responder.join(5)
+    m = scrape(agent)
+    series = [k for k in m if dict(k[1]).get("pdu") == "huge-pdu"]
+    assert len(series) <= agent.config.snmp_max_rows, f"{len(series)} series from one PDU"
+    assert oks == {"huge-pdu": False}
+    assert m[("superpod_target_poll_errors_total", frozenset({
+        "target": "huge-pdu", "kind": "pdu", "protocol": "snmp", "rack": "rack-a01", "row": "a", "su": "su01",
+        "reason": "too_large"}.items()))] == 1
