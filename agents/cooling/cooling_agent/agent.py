@@ -81,7 +81,7 @@ class Agent:
             if p.protocol == "snmp":
                 cred = self.credentials.get(p.community_ref or p.credentials_ref)
                 poller = SnmpPoller(p, load_profile(p.profile), cred, timeout, client=self._snmp,
-                                    engine=self._engine, rediscover_s=cfg.rediscover_s)
+                                    engine=self._engine, rediscover_s=cfg.rediscover_s, max_rows=cfg.snmp_max_rows)
             else:
                 cred = self.credentials.get(p.credentials_ref or p.community_ref)
                 poller = RedfishPduPoller(self._session, p, cred, timeout, **limits)

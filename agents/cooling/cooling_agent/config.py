@@ -131,6 +131,7 @@ class AgentConfig(_Model):
     # one device's answer is bounded: body bytes (on the wire and inflated), collection members
     redfish_max_body_bytes: int = Field(1 << 20, ge=1024)
     redfish_max_members: int = Field(256, ge=1)
+    snmp_max_rows: int = Field(1024, ge=1)  # rows per SNMP table column (a 54-outlet PDU has 54)
     redfish_max_poll_bytes: int = Field(4 << 20, ge=1024)  # all bodies of one poll of one target
     # what one target may put into a scrape: label values cut to this length, series beyond the cap dropped
     max_label_length: int = Field(128, ge=16)
