@@ -180,7 +180,7 @@ class ConfigError(ValueError):
 
 
 def load_config(path: str | Path) -> AgentConfig:
-    text, _ = read_regular_file(Path(path), str(path), ConfigError)
+    text, _ = read_regular_file(Path(path), "", ConfigError)
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as exc:

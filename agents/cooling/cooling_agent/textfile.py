@@ -14,26 +14,28 @@ MAX_FILE_BYTES = 1 << 20  # a credentials or config file is a few KiB
 
 def read_regular_file(path: Path, what: str, error: type[ValueError]) -> tuple[str, int]:
     """The text of a regular file and its mode. Opened without blocking and checked on the
-    open descriptor: a FIFO (which would block start-up forever), a device or a folder is refused."""
+    open descriptor: a FIFO (which would block start-up forever), a device or a folder is refused.
+    Errors read "<what> <path>: <rule>" (``what`` may be empty)."""
+    name = f"{what} {path}".strip()
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
-        raise error(f"{what} {path}: no such file") from None
+        raise error(f"{name}: no such file") from None
     except OSError as exc:
-        raise error(f"{what} {path}: cannot open: {exc.strerror}") from None
+        raise error(f"{name}: cannot open: {exc.strerror}") from None
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            raise error(f"{what} {path}: not a regular file")
+            raise error(f"{name}: not a regular file")
         if st.st_size > MAX_FILE_BYTES:
-            raise error(f"{what} {path}: larger than {MAX_FILE_BYTES} bytes")
+            raise error(f"{name}: larger than {MAX_FILE_BYTES} bytes")
         data = os.read(fd, MAX_FILE_BYTES + 1)
     finally:
         os.close(fd)
     try:
         return data.decode("utf-8"), stat.S_IMODE(st.st_mode)
     except UnicodeDecodeError:
-        raise error(f"{what} {path}: not UTF-8") from None
+        raise error(f"{name}: not UTF-8") from None
 
 
 def yaml_problem(exc: yaml.YAMLError) -> str:
