@@ -11,6 +11,8 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
 from rich.text import Text
 
 from topology.build import build
@@ -123,6 +125,66 @@ def layout_of(pod: PodSpec):
         fail(e)
 
 
+class Progress:
+    """Where long work is, on stderr, only when stderr is a terminal: an 8k-GPU plan takes half a
+    minute, and a silent half minute looks like a hang; a log or a pipe gets nothing."""
+
+    def __init__(self, console: Console) -> None:
+        self.live = Live(console=console, transient=True) if console.is_terminal else None
+
+    def __enter__(self) -> Progress:
+        if self.live:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live:
+            self.live.stop()
+
+    def step(self, text: str) -> None:
+        if self.live:  # drawn now: the step that follows may hold the interpreter for seconds
+            self.live.update(Spinner("dots", text=text), refresh=True)
+
+
+def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None, report: bool) -> dict:
+    """Builds the layout and writes its artifacts (and the report): what a plan wrote, for its summary."""
+    from topology.render.artifacts import iter_artifacts
+    from topology.render.files import publish
+    from topology.render.inventory import OVERRIDES
+
+    name, pod = load(stack, spec, project_dir)
+    out_dir = out or project_dir / "build" / name
+    inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
+    count = [0]
+    with Progress(err) as progress:
+        progress.step(f"{name}: building the layout")
+        layout = layout_of(pod)
+
+        def files():  # rendered one at a time as publish writes them: the set is never all in memory
+            for item in iter_artifacts(layout, out_dir, inventory_dir):
+                count[0] += 1
+                if count[0] % 64 == 1:
+                    progress.step(f"{name}: rendering and writing files ({count[0]} so far)")
+                yield item
+            if report:
+                from topology.render.report import render_report
+
+                progress.step(f"{name}: rendering the report")
+                for item in render_report(layout, out_dir).items():
+                    count[0] += 1
+                    yield item
+
+        try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
+            with collector_paused():
+                changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+        except SpecError as e:  # a renderer's refusal (a switch OS's platform lacks what the plan needs)
+            fail(e)
+        except OSError as e:
+            where = e.filename or out_dir
+            fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
+    return {"layout": layout, "out": out_dir, "inventory": inventory_dir, "changed": len(changed), "files": count[0]}
+
+
 @app.command()
 def plan(
     stack: StackOpt = None,
@@ -135,43 +197,18 @@ def plan(
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
     JSON_ERRORS.set(json_summary)
-    from topology.render.artifacts import iter_artifacts
-    from topology.render.files import publish
-    from topology.render.inventory import OVERRIDES
     from topology.render.summary import summary, summary_tables
 
-    name, pod = load(stack, spec, project_dir)
-    layout = layout_of(pod)
-    out_dir = out or project_dir / "build" / name
-    inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
-    count = [0]
-
-    def files():  # rendered one at a time as publish writes them: the set is never all in memory
-        for item in iter_artifacts(layout, out_dir, inventory_dir):
-            count[0] += 1
-            yield item
-        if report:
-            from topology.render.report import render_report
-
-            for item in render_report(layout, out_dir).items():
-                count[0] += 1
-                yield item
-
-    try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
-        with collector_paused():
-            changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
-    except SpecError as e:  # a renderer's refusal (a switch OS's platform lacks what the plan needs)
-        fail(e)
-    except OSError as e:
-        where = e.filename or out_dir
-        fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
+    wrote = write_plan(stack, spec, project_dir, out, report)
+    layout, out_dir, inventory_dir = wrote["layout"], wrote["out"], wrote["inventory"]
     if json_summary:
-        print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)}, indent=1))
+        extra = {"report": str(out_dir / "report" / "index.html")} if report else {}
+        print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)} | extra, indent=1))
         return
     for table in summary_tables(layout):
         console.print(table)
     console.print(
-        f"wrote {len(changed)} of {count[0]} files ({count[0] - len(changed)} unchanged): "
+        f"wrote {wrote['changed']} of {wrote['files']} files ({wrote['files'] - wrote['changed']} unchanged): "
         f"{out_dir}/ and {inventory_dir}/",
         highlight=False,
     )
@@ -183,13 +220,15 @@ def report_cmd(
     spec: SpecOpt = None,
     project_dir: ProjectOpt = Path("."),
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
+    json_out: Annotated[bool, typer.Option("--json", help="the plan's summary and the report's path as JSON")] = False,
 ) -> None:
     """Write the pod's HTML report (build/<name>/report/index.html: overview, fabric, floor plan,
     power and cooling, rack elevations, cable schedules, BOM). It is written with the plan's
     artifacts, as `plan --report` does, so report, bom.csv and labels.csv always agree."""
-    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=False, report=True)
-    name = stack or load(stack, spec, project_dir)[0]
-    console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
+    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=json_out, report=True)
+    if not json_out:
+        name = stack or load(stack, spec, project_dir)[0]
+        console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
 
 
 def _load_either(ref: str, project_dir: Path) -> PodSpec:
@@ -235,17 +274,19 @@ def publish(
     workers: Annotated[int, typer.Option(help="concurrent bulk requests (interfaces, cables, addresses)")] = 4,
     timeout: Annotated[float, typer.Option(help="seconds a request may take (connect, read, write each)",
                                            min=1, max=3600)] = 60.0,
+    json_out: Annotated[bool, typer.Option("--json", help="counts and every change as JSON on stdout")] = False,
 ) -> None:
     """Publish the plan into Nautobot: locations, rack groups, racks, device types and roles, devices
     at their units, interfaces, cables, namespace, prefixes, addresses, ASNs, SU/rail tags. Idempotent;
     deletes only objects tagged `superpod`, and only with --prune."""
     from topology.publish.commands import publish_plan
 
+    JSON_ERRORS.set(json_out)
     if not nautobot:
         fail(SpecError("--nautobot", "required: the Nautobot URL"))
     layout = layout_of(load(stack, spec, project_dir)[1])
     raise typer.Exit(_publish_call(publish_plan, layout, nautobot, token_file, dry_run=dry_run, prune=prune,
-                                   limit=limit, workers=workers, timeout=timeout))
+                                   limit=limit, workers=workers, timeout=timeout, as_json=json_out))
 
 
 @app.command()
@@ -256,22 +297,30 @@ def diff(
     limit: Annotated[int, typer.Option(help="lines shown per list (0: all)")] = 20,
     nautobot: NautobotOpt = None,
     token_file: TokenFileOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="every change as JSON on stdout (no --limit)")] = False,
 ) -> None:
     """List devices, cables and addresses added, removed or changed from OLD to NEW (or, with
     --nautobot, between the plan of OLD and what Nautobot holds). Exits 0 when they are the same,
     1 when they differ."""
     from topology.diff import diff_layouts
 
+    JSON_ERRORS.set(json_out)
     if nautobot:
         if new is not None:
             fail(SpecError("NEW", "give one stack with --nautobot: its plan is compared with Nautobot"))
         from topology.publish.commands import nautobot_diff
 
         raise typer.Exit(_publish_call(nautobot_diff, layout_of(_load_either(old, project_dir)), nautobot,
-                                       token_file, limit=limit))
+                                       token_file, limit=limit, as_json=json_out))
     if new is None:
         fail(SpecError("NEW", "missing: give OLD and NEW, or one stack with --nautobot URL"))
     changes = diff_layouts(layout_of(_load_either(old, project_dir)), layout_of(_load_either(new, project_dir)))
+    if json_out:
+        same = not any(changes.values())
+        print(json.dumps({"ok": True, "same": same, "changes": {
+            what: {"added": c.added, "removed": c.removed, "changed": c.changed} for what, c in changes.items()}},
+            indent=1))
+        raise typer.Exit(0 if same else 1)
     any_change = False
     for what, c in changes.items():
         console.print(f"[bold]{what}[/]: +{len(c.added)} -{len(c.removed)} ~{len(c.changed)}")
@@ -316,12 +365,29 @@ FullAfterOpt = Annotated[float, typer.Option("--full-after", min=0, help="hours 
 ProgressOpt = Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="live progress (tty: on)")]  # noqa: UP045
 
 
-def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, playbook, fresh_facts=False):
+OperateStackOpt = Annotated[Optional[str], typer.Option("--stack", "-s",  # noqa: UP045
+                                                       help="inventories/<stack> (from superpod plan)")]
+OperateSpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="the spec file planned with `plan --spec`")]  # noqa: UP045
+PlanOutOpt = Annotated[Optional[Path], typer.Option("--out", help="the folder `plan --out DIR` wrote: its "  # noqa: UP045
+                                                    "inventory/ is run (default inventories/<stack>)")]
+
+
+def planned(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None) -> tuple[str, Path | None]:
+    """The stack name and inventory a plan wrote: `--stack S` or `--spec FILE` (its name), from
+    inventories/<name>/ or, with `--out DIR`, DIR/inventory/ -- where `plan` put them."""
+    if bool(stack) == bool(spec):
+        fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
+    name = stack or load(None, spec, project_dir)[0]
+    return name, (out / "inventory") if out else None
+
+
+def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, playbook, fresh_facts=False,
+                 inventory=None):
     from topology.operate.runs import RunRequest
 
     return RunRequest(project_dir=project_dir, stack=stack, kind=kind, overlays=tuple(overlays or ()), limit=limit,
                       tags=tags, runs_dir=runs_dir, vault_password_file=vault, forks=forks, fresh_facts=fresh_facts,
-                      playbook=playbook)
+                      playbook=playbook, inventory=inventory)
 
 
 def _operate(call) -> None:
@@ -337,7 +403,9 @@ def _operate(call) -> None:
 
 @app.command()
 def apply(
-    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    stack: OperateStackOpt = None,
+    spec: OperateSpecOpt = None,
+    out: PlanOutOpt = None,
     project_dir: ProjectOpt = Path("."),
     inventory_overlay: OverlayOpt = None,
     limit: LimitOpt = None,
@@ -350,6 +418,8 @@ def apply(
     progress: ProgressOpt = None,
     full: FullOpt = False,
     full_after: FullAfterOpt = 24.0,
+    json_out: Annotated[bool, typer.Option("--json", help="per-host results as JSON on stdout "
+                                           "(progress and tables go to stderr)")] = False,
 ) -> None:
     """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
     run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error.
@@ -359,15 +429,19 @@ def apply(
 
     from topology.operate import commands
 
+    JSON_ERRORS.set(json_out)
+    stack, inventory = planned(stack, spec, project_dir, out)
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
-                       "apply", playbook, fresh_facts)
+                       "apply", playbook, fresh_facts, inventory)
     _operate(lambda: commands.apply(req, console, progress, full=full or not full_after,
-                                    full_after=timedelta(hours=full_after)))
+                                    full_after=timedelta(hours=full_after), as_json=json_out))
 
 
 @app.command()
 def drift(
-    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    stack: OperateStackOpt = None,
+    spec: OperateSpecOpt = None,
+    out: PlanOutOpt = None,
     project_dir: ProjectOpt = Path("."),
     inventory_overlay: OverlayOpt = None,
     limit: LimitOpt = None,
@@ -394,8 +468,9 @@ def drift(
     from topology.operate import commands
 
     JSON_ERRORS.set(json_out)
+    stack, inventory = planned(stack, spec, project_dir, out)
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
-                       "drift", playbook)
+                       "drift", playbook, inventory=inventory)
     if quick:
         if fix or tags:
             fail(SpecError("--quick", "compares whole hosts with their record: not with --fix or --tags "
