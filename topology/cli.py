@@ -18,6 +18,7 @@ from rich.text import Text
 from topology.build import build
 from topology.errors import SpecError, SpecErrors, plain
 from topology.gc_tuning import collector_paused
+from topology.growth import check_growth
 from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
@@ -52,6 +53,8 @@ def main(
 StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
 SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045
 ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pulumi.<stack>.yaml files live")]
+AllowMovesOpt = Annotated[bool, typer.Option("--allow-moves", help="write a plan that moves gear the last plan "
+                                             "placed (rack, unit, cable, address): nothing is installed yet")]
 
 
 MAX_ERRORS_SHOWN = 50  # a spec with 50,000 stray keys needs the first few named, not a minute of output
@@ -146,7 +149,8 @@ class Progress:
             self.live.update(Spinner("dots", text=text), refresh=True)
 
 
-def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None, report: bool) -> dict:
+def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None, report: bool,
+               allow_moves: bool = False) -> dict:
     """Builds the layout and writes its artifacts (and the report): what a plan wrote, for its summary."""
     from topology.render.artifacts import iter_artifacts
     from topology.render.files import publish
@@ -159,6 +163,11 @@ def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Pat
     with Progress(err) as progress:
         progress.step(f"{name}: building the layout")
         layout = layout_of(pod)
+        if not allow_moves:  # gear the last plan placed stays where it is (topology/growth.py)
+            try:
+                check_growth(out_dir / "layout.json", layout)
+            except SpecError as e:
+                fail(e)
 
         def files():  # rendered one at a time as publish writes them: the set is never all in memory
             for item in iter_artifacts(layout, out_dir, inventory_dir):
@@ -193,13 +202,14 @@ def plan(
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     report: Annotated[bool, typer.Option("--report", help="also write the HTML report (<out>/report/)")] = False,
+    allow_moves: AllowMovesOpt = False,
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
     JSON_ERRORS.set(json_summary)
     from topology.render.summary import summary, summary_tables
 
-    wrote = write_plan(stack, spec, project_dir, out, report)
+    wrote = write_plan(stack, spec, project_dir, out, report, allow_moves)
     layout, out_dir, inventory_dir = wrote["layout"], wrote["out"], wrote["inventory"]
     if json_summary:
         extra = {"report": str(out_dir / "report" / "index.html")} if report else {}
@@ -221,11 +231,13 @@ def report_cmd(
     project_dir: ProjectOpt = Path("."),
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
     json_out: Annotated[bool, typer.Option("--json", help="the plan's summary and the report's path as JSON")] = False,
+    allow_moves: AllowMovesOpt = False,
 ) -> None:
     """Write the pod's HTML report (build/<name>/report/index.html: overview, fabric, floor plan,
     power and cooling, rack elevations, cable schedules, BOM). It is written with the plan's
     artifacts, as `plan --report` does, so report, bom.csv and labels.csv always agree."""
-    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=json_out, report=True)
+    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=json_out, report=True,
+         allow_moves=allow_moves)
     if not json_out:
         name = stack or load(stack, spec, project_dir)[0]
         console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
