@@ -125,7 +125,8 @@ def test_elevation_draws_a_device_where_its_units_are(lab):
 def test_overview_counts_and_power_come_from_the_layout(lab):
     layout, html = lab
     text = " ".join(Elements(html["index.html"]).text)
-    assert f"{layout.facts['gpus']}" in text and f"{len(layout.links)}" in text
+    cables = len(layout.links) + len(layout.border_links)  # the border uplinks are cables pulled too
+    assert f"{layout.facts['gpus']}" in text and f"{cables}" in text
     for t in layout.tiers:
         assert t.role in text
     for tier, n in Counter(lk.tier for lk in layout.links).items():

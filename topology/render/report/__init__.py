@@ -11,6 +11,7 @@ import markupsafe
 
 from topology import catalog
 from topology.model import Layout
+from topology.names import natural_key
 from topology.render.bom import bom_lines
 from topology.render.labels import cable_labels
 from topology.render.report import geometry
@@ -38,7 +39,9 @@ def _cards(layout: Layout) -> list[tuple[str, str]]:
         ("nodes", f"{layout.facts['nodes']:,}"),
         ("compute tiers", str(layout.facts["tiers"])),
         ("fabric switches", f"{switches:,}"),
-        ("cables", f"{len(layout.links):,}"),
+        ("OOB switches", f"{sum(1 for d in layout.devices if d.role in OOB_ROLES):,}"),
+        ("cables", f"{len(layout.links) + len(layout.border_links):,}"),
+        ("border cables", f"{len(layout.border_links):,}"),
         ("racks", str(len(racks))),
         ("kW planned", f"{planned:,}"),
         ("kW budget", f"{budget:,}"),
@@ -51,12 +54,15 @@ def _cards(layout: Layout) -> list[tuple[str, str]]:
 
 def _cable_tiers(layout: Layout) -> list[dict]:
     out: dict[str, dict] = {}
-    for lk in layout.links:
+    for lk in (*layout.links, *layout.border_links):  # the border uplinks are cables we pull too
         row = out.setdefault(lk.tier, {"tier": lk.tier, "fabric": lk.fabric, "total": 0, "in_rack": 0,
                                        "same_row": 0, "cross_row": 0})
         row["total"] += 1
         row[lk.length_class] = row.get(lk.length_class, 0) + 1
     return list(out.values())
+
+
+OOB_ROLES = ("oob_switch", "oob_aggregation")
 
 
 def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, int]]:
@@ -67,7 +73,8 @@ def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, 
         lk = c.link
         a = (c.cable_id, c.a_unit, lk.a_device, lk.a_port, c.b_rack, c.b_unit, lk.b_device, lk.b_port)
         b = (c.cable_id, c.b_unit, lk.b_device, lk.b_port, c.a_rack, c.a_unit, lk.a_device, lk.a_port)
-        rest = (lk.tier, lk.media, lk.length_class, lk.speed_gbps)
+        # what the fitter pulls from stock: metres and part, as labels.csv and bom.csv name them
+        rest = (lk.tier, lk.media, f"{lk.length_m:g} m" if lk.length_m else "", lk.cable_part, lk.speed_gbps)
         by_rack[c.a_rack].append((-units[lk.a_device], a + rest))
         if c.b_rack != c.a_rack or lk.b_device != lk.a_device:
             by_rack[c.b_rack].append((-units[lk.b_device], b + rest))
@@ -77,7 +84,7 @@ def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, 
         name: markupsafe.Markup(
             "".join(
                 "<tr><td>" + "<td>".join(cell(v) for v in row) + "\n"
-                for _, row in sorted(rows, key=lambda r: (r[0], r[1][2], r[1][3]))
+                for _, row in sorted(rows, key=lambda r: (r[0], r[1][2], natural_key(r[1][3])))
             )
         )
         for name, rows in by_rack.items()
@@ -133,7 +140,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         cards=_cards(layout),
         tiers=tiers,
         cable_tiers=_cable_tiers(layout),
-        cables_total=len(layout.links),
+        cables_total=len(layout.links) + len(layout.border_links),
         sus=sus,
         diagrams=diagrams,
         floor=geometry.floor_plan(layout),

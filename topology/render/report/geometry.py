@@ -230,7 +230,29 @@ class Unit:
 U_H, ELEV_W, PDU_W = 12, 170, 14
 
 
-def elevation(layout_units: int, devices: list[Device]) -> tuple[list[Unit], list[Device], float]:
+@dataclass
+class PduBar:
+    """A zero-U PDU drawn beside the rails: feed A on the left, feed B on the right; the PDUs of
+    one feed share that side's height, one segment each (drawn at one place they hid each other)."""
+
+    device: Device
+    left: bool
+    y: float
+    h: float
+
+
+def pdu_bars(devices: list[Device], height: float) -> list[PduBar]:
+    sides: dict[bool, list[Device]] = {True: [], False: []}
+    for d in devices:  # racks.add_pdus names them <rack>-pdu-a<i> / -pdu-b<i>
+        sides["-pdu-b" not in d.name].append(d)
+    bars = []
+    for left, pdus in sides.items():
+        seg = (height - 8) / max(len(pdus), 1)
+        bars += [PduBar(d, left, 4 + i * seg, seg - (2 if len(pdus) > 1 else 0)) for i, d in enumerate(pdus)]
+    return bars
+
+
+def elevation(layout_units: int, devices: list[Device]) -> tuple[list[Unit], list[PduBar], float]:
     """Devices at their units (U1 at the bottom), zero-U PDUs beside the rails."""
     height = layout_units * U_H
     units = [
@@ -238,5 +260,4 @@ def elevation(layout_units: int, devices: list[Device]) -> tuple[list[Unit], lis
         for d in devices
         if d.rack_unit
     ]
-    pdus = [d for d in devices if not d.rack_unit]
-    return units, pdus, height
+    return units, pdu_bars([d for d in devices if not d.rack_unit], height), height
