@@ -163,7 +163,7 @@ def test_8k_fabric_is_aggregated_and_the_report_stays_small():
     layout = stack_layout("roce-8k")
     files = render_report(layout, Path("out"))
     sizes = {p.name: len(c.encode()) for p, c in files.items()}
-    assert sum(sizes.values()) < 20_000_000
+    assert sum(sizes.values()) < 22_000_000  # 20.9 MB: schedules with metres and part, a port map per switch
     index = files[Path("out/report/index.html")]
     for diagram in re.findall(r'<svg[^>]*class="fabric".*?</svg>', index, re.S):
         assert len(Elements(diagram).having("g", "data-key")) < 100  # groups, not 1,700 switches and nodes

@@ -98,3 +98,52 @@ def test_bom_cable_lines_name_their_stock_length_and_nothing_shorter():
         assert "up to" not in line.description, line
         for m in metres[(line.part, line.length_class)]:
             assert f"{m:g} m" in line.description, line
+
+
+def test_every_cabled_switch_has_a_port_map_as_its_front_panel_reads(roce):
+    layout, html = roce
+    from topology import catalog
+
+    switches = catalog.load().switches
+    ends = defaultdict(set)
+    for lk in (*layout.links, *layout.border_links):
+        ends[lk.a_device].add((lk.a_port, lk.b_device))
+        ends[lk.b_device].add((lk.b_port, lk.a_device))
+    checked = 0
+    for d in layout.devices:
+        if d.model not in switches or d.name not in ends:
+            continue
+        page = html[f"{d.rack}.html"]
+        m = re.search(rf'<table class="portmap" data-device="{d.name}"><tbody>(.*?)</tbody>', page, re.S)
+        assert m, d.name
+        lines = [re.findall(r"<td><b>([^<]+)</b> ([^<]+)", row) for row in m.group(1).split("<tr>")[1:]]
+        # port numbers as the switch numbers them (swp2 before swp10; breakouts swp1s0.. by cage, then leg)
+        planned = sorted(ends[d.name], key=lambda e: tuple(int(n) for n in re.findall(r"\d+", e[0])))
+        assert lines[0] == planned[0::2] and (len(lines) == 1 or lines[1] == planned[1::2]), d.name
+        checked += 1
+    assert checked > 50
+
+
+def test_cabling_matrix_adds_up_to_the_cables_between_and_within_rows(roce):
+    layout, html = roce
+    rack_row = {r.name: r.row for r in layout.racks}
+    rows = {d.name: rack_row[d.rack] for d in layout.devices}
+    within = sum(1 for lk in layout.links if rows[lk.a_device] == rows[lk.b_device])
+    table = re.search(r'<table id="cablematrix">(.*?)</table>', html["index.html"], re.S).group(1)
+    body = table[table.index("<tbody>"):].split("<tr>")[1:]
+    cells = [[int(n) if n else None for n in re.findall(r'<td class="n">(\d*)</td>', r)] for r in body]
+    assert len(cells) == len(set(rack_row.values()))
+    assert sum(n for r in cells for n in r if n) == len(layout.links)
+    assert sum(cells[i][i] for i in range(len(cells))) == within
+
+
+def test_fabric_lines_carry_counts_and_speeds_and_the_oob_network_is_drawn(roce):
+    layout, html = roce
+    index = html["index.html"]
+    for fabric, title in (("compute", "Compute fabric"), ("oob", "Out-of-band management")):
+        svg = re.search(rf'<svg[^>]*aria-label="{title}" class="fabric">(.*?)</svg>', index, re.S)
+        assert svg, title
+        labels = re.findall(r'<text class="edge"[^>]*>(\d+) × ([0-9/G]+)</text>', svg.group(1))
+        links = [lk for lk in layout.links if lk.fabric == fabric]
+        assert sum(int(n) for n, _ in labels) == len(links)
+        assert {int(s) for _, speed in labels for s in re.findall(r"\d+", speed)} == {lk.speed_gbps for lk in links}

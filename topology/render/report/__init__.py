@@ -11,7 +11,7 @@ import markupsafe
 
 from topology import catalog
 from topology.model import Layout
-from topology.names import natural_key
+from topology.names import natural_key, row_letters
 from topology.render.bom import bom_lines
 from topology.render.labels import cable_labels
 from topology.render.report import geometry
@@ -33,7 +33,7 @@ def _cards(layout: Layout) -> list[tuple[str, str]]:
     racks = layout.racks
     planned = round(sum(r.planned_kw for r in racks), 1)
     budget = round(sum(r.budget_kw for r in racks), 1)
-    switches = sum(1 for d in layout.devices if d.role in geometry.LEVEL and geometry.LEVEL[d.role] > 0)
+    switches = sum(1 for d in layout.devices if geometry.LEVEL.get(d.role, 0) > 0 and d.role not in OOB_ROLES)
     return [
         ("GPUs", f"{layout.facts['gpus']:,}"),
         ("nodes", f"{layout.facts['nodes']:,}"),
@@ -91,6 +91,40 @@ def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, 
     }, counts
 
 
+def _port_maps(layout: Layout, cat) -> dict[str, list[tuple[str, str, markupsafe.Markup]]]:
+    """Per rack, each switch's cabled ports as its front panel reads: odd ports over even ones, in
+    port order, each cell the port and the device at the far end (the schedule has IDs and parts)."""
+    ends: dict[str, list[tuple[str, str]]] = {}
+    for lk in (*layout.links, *layout.border_links):
+        for dev, port, far in ((lk.a_device, lk.a_port, lk.b_device), (lk.b_device, lk.b_port, lk.a_device)):
+            ends.setdefault(dev, []).append((port, far))
+    cell = _cached_escape()
+    maps: dict[str, list] = {r.name: [] for r in layout.racks}
+    for d in sorted(layout.devices, key=lambda d: (-(d.rack_unit or 0), d.name)):
+        if d.model not in cat.switches or d.name not in ends:
+            continue
+        ports = sorted(set(ends[d.name]), key=lambda e: natural_key(e[0]))
+        top, bottom = ports[0::2], ports[1::2]
+        rows = "".join("<tr>" + "".join(f"<td><b>{cell(p)}</b> {cell(far)}" for p, far in line)
+                       for line in (top, bottom) if line)
+        maps[d.rack].append((d.name, d.model, markupsafe.Markup(rows)))
+    return maps
+
+
+def _cabling_matrix(layout: Layout) -> tuple[list[str], list[list[int]]]:
+    """Cables between rack rows (the diagonal: within a row), the border uplinks left out (one end is
+    the site's): what to pull along each row and across the aisle."""
+    rack_row = {r.name: r.row for r in layout.racks}
+    row_of = {d.name: rack_row[d.rack] for d in layout.devices if d.rack}
+    rows = sorted(set(rack_row.values()))
+    at = {r: i for i, r in enumerate(rows)}
+    counts = [[0] * len(rows) for _ in rows]
+    for lk in layout.links:
+        a, b = sorted((at[row_of[lk.a_device]], at[row_of[lk.b_device]]))
+        counts[a][b] += 1
+    return [row_letters(r) for r in rows], counts
+
+
 def _cached_escape():
     """Escapes each distinct value once: an 8k pod's schedules hold 800k cells of a few
     thousand distinct names and ports. Rows are built here, not in the template, for the same reason
@@ -125,6 +159,8 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
             geometry.fabric_diagram(layout, "compute", "Compute fabric"),
             geometry.fabric_diagram(layout, "storage", "Storage fabric"),
             geometry.fabric_diagram(layout, "inband", "In-band management", su_links=False),
+            geometry.fabric_diagram(layout, "oob", "Out-of-band management", su_links=False,
+                                    level=geometry.OOB_LEVEL, default_level=0, by_su=False),
         )
         if d
     ]
@@ -156,6 +192,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         racks_power=racks_power,
         spares=spec.spares_percent,
         bom=bom_lines(layout),
+        matrix=_cabling_matrix(layout),
     )
 
     su_template = _env.get_template("su.html.j2")
@@ -187,6 +224,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         common, title="rack elevations", rows=sorted(rows.items()), units=units, role_colors=role_colors
     )
     schedules, counts = _schedules(layout)
+    port_maps = _port_maps(layout, cat)
     rack_template = _env.get_template("rack.html.j2")
     for r in layout.racks:
         devices = sorted(in_rack[r.name], key=lambda d: (-(d.rack_unit or 0), d.name))
@@ -200,6 +238,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
             devices=devices,
             cables=schedules[r.name],
             cable_count=counts[r.name],
+            port_maps=port_maps[r.name],
         )
     return files
 

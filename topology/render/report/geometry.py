@@ -58,6 +58,14 @@ class Edge:
     width: float
     title: str
     color: str = ""  # default: the stylesheet's grey
+    label: str = ""  # drawn on the line: its cable count and speed
+
+    @property
+    def label_at(self) -> tuple[float, float]:
+        """A third of the way up from the lower box: lines fanning into one upper box part there."""
+        x1, y1 = self.a.x + self.a.w / 2, self.a.y + self.a.h
+        x2, y2 = self.b.x + self.b.w / 2, self.b.y
+        return round(x1 + (x2 - x1) / 3, 1), round(y1 + (y2 - y1) / 3 + 3, 1)
 
 
 @dataclass
@@ -87,6 +95,11 @@ def _group(d: Device) -> tuple[str, str, int]:
     return role, ROLE_LABEL.get(role, role), 0
 
 
+def _role_group(d: Device) -> tuple[str, str, int]:
+    """One box per role: the OOB network reaches every device, an 8k pod's SUs would be 150 boxes."""
+    return d.role, ROLE_LABEL.get(d.role, d.role), 0
+
+
 def _edge_width(cables: int) -> float:
     return round(0.8 + log2(cables), 2)
 
@@ -106,7 +119,13 @@ def _place(boxes: list[Box], levels: list[int]) -> tuple[float, float]:
     return width + MARGIN, 30 + len(levels) * LEVEL_H - (LEVEL_H - BOX_H) + 10
 
 
-def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True) -> Diagram | None:
+# The OOB network: every managed device at the bottom, the rack OOB switches, their aggregation.
+OOB_LEVEL = {"oob_switch": 1, "oob_aggregation": 2, "inband_core": 3}
+
+
+def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True,
+                   level: dict[str, int] | None = None, default_level: int = 1,
+                   by_su: bool = True) -> Diagram | None:
     """One box per SU's nodes, SU's leaves, spine block, tier; one line per pair of boxes with
     cables between them, as wide as the log of their count: an 8k pod stays a few dozen boxes."""
     by_name = layout.by_name
@@ -120,11 +139,12 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         keys = []
         for name in (lk.a_device, lk.b_device):
             d = by_name[name]
-            key, label, order = _group(d)
+            key, label, order = _group(d) if by_su else _role_group(d)
             if key not in boxes:
                 href = f"su-{d.su:02d}.html" if su_links and d.su is not None and d.role != "ufm" else ""
                 color = ROLE_COLOR.get(d.role, "#999")
-                boxes[key] = Box(key, label, "", LEVEL.get(d.role, 1), color, href, (order, key))
+                boxes[key] = Box(key, label, "", (level or LEVEL).get(d.role, default_level), color, href,
+                                 (order, key))
             members.setdefault(key, Counter())[name] += 1
             keys.append(key)
         pair = tuple(sorted(keys))
@@ -150,7 +170,8 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         if a.level < b.level:
             a, b = b, a
         speed = "/".join(f"{s}G" for s in sorted(speeds[(ka, kb)]))
-        edges.append(Edge(a, b, n, _edge_width(n), f"{a.label} – {b.label}: {n} cables, {speed}"))
+        edges.append(Edge(a, b, n, _edge_width(n), f"{a.label} – {b.label}: {n} cables, {speed}",
+                          label=f"{n} × {speed}"))
     return Diagram(title, round(width, 1), height, ordered, edges, names)
 
 
