@@ -1,4 +1,4 @@
-"""The report in a real browser: headless Chromium loads the overview and a rack elevation,
+"""The report in a real browser: headless Chromium loads each kind of page (overview, a rack, all racks, an SU),
 takes screenshots, and logs no console message (the report logs nothing of its own, so any
 message -- an uncaught error, a failed load -- is a defect). A page with a planted error proves
 the check sees one."""
@@ -65,12 +65,14 @@ def test_overview_and_a_rack_elevation_open_in_chromium_without_console_errors(t
     broken.write_text((report / "index.html").read_text().replace("</body>", planted))
     runs = {
         name: start(report / page, tmp_path / f"{name}.png", tmp_path / f"profile-{name}")
-        for name, page in (("overview", "index.html"), ("rack", f"{rack}.html"), ("broken", "broken.html"))
+        for name, page in (("overview", "index.html"), ("rack", f"{rack}.html"), ("racks", "racks.html"),
+                           ("su", "su-01.html"), ("broken", "broken.html"))
     }  # in parallel: each launch takes seconds on a loaded machine
     messages = {name: console_messages(proc) for name, proc in runs.items()}
-    assert messages["overview"] == [] and messages["rack"] == [], messages
+    kinds = ("overview", "rack", "racks", "su")  # every kind of page the report writes
+    assert all(messages[k] == [] for k in kinds), messages
     assert any("noSuchFunction is not defined" in m for m in messages["broken"]), messages["broken"]
-    for name in ("overview", "rack"):
+    for name in kinds:
         width, height, raw = png_pixels(tmp_path / f"{name}.png")
         assert (width, height) == (WIDTH, HEIGHT)
         assert len(set(raw[:: 7])) > 40, f"{name}: the screenshot is nearly blank"  # drawn, not a white page
