@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 from functools import cache
 from math import sqrt
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class _Entry(BaseModel):
@@ -252,8 +253,65 @@ class Catalog(_Entry):
     assemblies: tuple[Assembly, ...] = ()
 
 
+# Catalog files layered over the packaged one (`--catalog FILE`, a stack's `superpod:catalog`):
+# a site adds or overrides node and switch models without editing the installed package.
+_overlays: tuple[str, ...] = ()
+TABLES = ("gpus", "nodes", "switches", "appliances", "pdus", "cdus")  # by model key: an overlay entry replaces
+LISTS = ("media", "optics", "fibres", "assemblies")  # rows: an overlay's rows are added
+
+
+def use_overlays(paths) -> None:
+    """Every catalog load after this (the spec's checks, builders, renderers) sees the packaged
+    catalog with these files layered over it, in order; an empty list restores the packaged one."""
+    global _overlays
+    _overlays = tuple(str(p) for p in paths)
+    load.cache_clear()
+
+
+def overlays() -> tuple[str, ...]:
+    return _overlays
+
+
+def layer(data: dict, overlay: object, source: str) -> dict:
+    """`data` with one overlay file's tables layered on: a model key replaces the packaged entry
+    whole (every fact and its source given again), list rows are added."""
+    from topology.errors import SpecError
+
+    if not isinstance(overlay, dict):
+        raise SpecError(source, f"a catalog overlay is a mapping of tables ({', '.join(TABLES + LISTS)})")
+    out = dict(data)
+    for key, value in overlay.items():
+        if key.startswith("_"):  # YAML anchors' holders, as in the packaged catalog
+            continue
+        if key in TABLES:
+            if not isinstance(value, dict):
+                raise SpecError(f"{source}: {key}", "must be a mapping of model name to its facts")
+            out[key] = {**out.get(key, {}), **value}
+        elif key in LISTS:
+            if not isinstance(value, list):
+                raise SpecError(f"{source}: {key}", "must be a list of rows")
+            out[key] = [*out.get(key, []), *value]
+        else:
+            close = difflib.get_close_matches(str(key), TABLES + LISTS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(TABLES + LISTS)})"
+            raise SpecError(f"{source}: {key}", "unknown catalog table" + hint)
+    return out
+
+
 @cache
 def load() -> Catalog:
     text = (Path(__file__).parent / "data" / "catalog.yaml").read_text(encoding="utf-8")
     data = {k: v for k, v in yaml.safe_load(text).items() if not k.startswith("_")}
-    return Catalog.model_validate(data)
+    if not _overlays:
+        return Catalog.model_validate(data)
+    from topology import strict_yaml
+    from topology.errors import SpecError, SpecErrors
+
+    for path in _overlays:
+        data = layer(data, strict_yaml.load_file(path, "--catalog"), path)
+    try:  # the same models, so an overlay entry is held to every rule a packaged one is
+        return Catalog.model_validate(data)
+    except ValidationError as e:
+        where = ", ".join(_overlays)
+        raise SpecErrors([SpecError(f"{where}: " + ".".join(str(p) for p in err["loc"]),
+                                    err["msg"].removeprefix("Value error, ")) for err in e.errors()]) from None

@@ -53,6 +53,9 @@ def main(
 StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
 SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045
 ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pulumi.<stack>.yaml files live")]
+CatalogOpt = Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+    "--catalog", help="a catalog file layered over the packaged one: adds or overrides node, switch and other "
+    "models (repeatable; a stack may name one as superpod:catalog)")]
 AllowMovesOpt = Annotated[bool, typer.Option("--allow-moves", help="write a plan that moves gear the last plan "
                                              "placed (rack, unit, cable, address): nothing is installed yet")]
 
@@ -99,6 +102,40 @@ def check_stack_name(stack: str) -> None:
         fail(SpecError("--stack", "must be lowercase letters, digits and '-' (at most 63, not starting with '-')"))
 
 
+# Set by each command that takes --catalog: the overlays load() layers before reading a spec.
+CATALOGS: ContextVar[tuple[Path, ...]] = ContextVar("catalogs", default=())
+
+
+def stack_catalogs(stack_file: Path) -> list[Path]:
+    """The catalog overlays a stack file names (`config: superpod:catalog: FILE or [FILE, ...]`),
+    relative to the stack file's folder."""
+    from topology import strict_yaml
+
+    data = strict_yaml.load_file(str(stack_file))
+    config = data.get("config") if isinstance(data, dict) else None
+    named = config.get("superpod:catalog") if isinstance(config, dict) else None  # the spec's own check names a bad one
+    if named is None:
+        return []
+    names = named if isinstance(named, list) else [named]
+    if not all(isinstance(n, str) and n for n in names):
+        raise SpecError(f"{stack_file}: config.superpod:catalog", "must be a file name or a list of file names")
+    return [stack_file.parent / n for n in names]
+
+
+def use_catalogs(stack_file: Path | None) -> None:
+    """Layers the stack's and --catalog's overlays over the packaged catalog (catalog.use_overlays)
+    and checks them now, so a bad overlay is named before the spec is read against it."""
+    from topology import catalog
+
+    paths = [*(stack_catalogs(stack_file) if stack_file else []), *CATALOGS.get()]
+    for path in paths:
+        problem = spec_file_problem(path)
+        if problem:
+            raise SpecError("--catalog", problem.replace("spec file", "catalog file"))
+    catalog.use_overlays(paths)
+    catalog.load()
+
+
 def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, PodSpec]:
     if bool(stack) == bool(spec):
         fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
@@ -108,10 +145,12 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
             path = project_dir / f"Pulumi.{stack}.yaml"
             if not path.is_file():
                 fail(SpecError("--stack", f"no stack file {path}"))
+            use_catalogs(path)
             return stack, load_stack_file(str(path))
         problem = spec_file_problem(spec)
         if problem:
             fail(SpecError("--spec", problem))
+        use_catalogs(None)
         parsed = load_spec_file(str(spec))
         return parsed.name, parsed
     except SpecErrors as e:
@@ -203,10 +242,12 @@ def plan(
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     report: Annotated[bool, typer.Option("--report", help="also write the HTML report (<out>/report/)")] = False,
     allow_moves: AllowMovesOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
     JSON_ERRORS.set(json_summary)
+    CATALOGS.set(tuple(catalog or ()))
     from topology.render.summary import summary, summary_tables
 
     wrote = write_plan(stack, spec, project_dir, out, report, allow_moves)
@@ -232,12 +273,13 @@ def report_cmd(
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
     json_out: Annotated[bool, typer.Option("--json", help="the plan's summary and the report's path as JSON")] = False,
     allow_moves: AllowMovesOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Write the pod's HTML report (build/<name>/report/index.html: overview, fabric, floor plan,
     power and cooling, rack elevations, cable schedules, BOM). It is written with the plan's
     artifacts, as `plan --report` does, so report, bom.csv and labels.csv always agree."""
     plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=json_out, report=True,
-         allow_moves=allow_moves)
+         allow_moves=allow_moves, catalog=catalog)
     if not json_out:
         name = stack or load(stack, spec, project_dir)[0]
         console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
@@ -248,6 +290,7 @@ def _load_either(ref: str, project_dir: Path) -> PodSpec:
     if not path.is_file():
         return load(ref, None, project_dir)[1]
     try:  # a stack file or a bare spec, told apart by structure (a comment cannot mislead it)
+        use_catalogs(path)  # a bare spec names no catalog: only --catalog's then
         return load_spec_or_stack_file(str(path))
     except SpecErrors as e:
         fail(e.errors)
@@ -287,6 +330,7 @@ def publish(
     timeout: Annotated[float, typer.Option(help="seconds a request may take (connect, read, write each)",
                                            min=1, max=3600)] = 60.0,
     json_out: Annotated[bool, typer.Option("--json", help="counts and every change as JSON on stdout")] = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Publish the plan into Nautobot: locations, rack groups, racks, device types and roles, devices
     at their units, interfaces, cables, namespace, prefixes, addresses, ASNs, SU/rail tags. Idempotent;
@@ -294,6 +338,7 @@ def publish(
     from topology.publish.commands import publish_plan
 
     JSON_ERRORS.set(json_out)
+    CATALOGS.set(tuple(catalog or ()))
     if not nautobot:
         fail(SpecError("--nautobot", "required: the Nautobot URL"))
     layout = layout_of(load(stack, spec, project_dir)[1])
@@ -310,6 +355,7 @@ def diff(
     nautobot: NautobotOpt = None,
     token_file: TokenFileOpt = None,
     json_out: Annotated[bool, typer.Option("--json", help="every change as JSON on stdout (no --limit)")] = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """List devices, cables and addresses added, removed or changed from OLD to NEW (or, with
     --nautobot, between the plan of OLD and what Nautobot holds). Exits 0 when they are the same,
@@ -317,6 +363,7 @@ def diff(
     from topology.diff import diff_layouts
 
     JSON_ERRORS.set(json_out)
+    CATALOGS.set(tuple(catalog or ()))
     if nautobot:
         if new is not None:
             fail(SpecError("NEW", "give one stack with --nautobot: its plan is compared with Nautobot"))
@@ -347,8 +394,19 @@ def diff(
 
 
 @app.command()
-def schema(out: Annotated[Optional[Path], typer.Option(help="write to a file instead of stdout")] = None) -> None:  # noqa: UP045
-    """Print the JSON Schema of the pod spec (the value of superpod:pod)."""
+def schema(
+    out: Annotated[Optional[Path], typer.Option(help="write to a file instead of stdout")] = None,  # noqa: UP045
+    catalog: CatalogOpt = None,
+) -> None:
+    """Print the JSON Schema of the pod spec (the value of superpod:pod); each model field lists
+    the catalog's models (with --catalog's)."""
+    CATALOGS.set(tuple(catalog or ()))
+    try:
+        use_catalogs(None)
+    except SpecErrors as e:
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
     text = json.dumps(json_schema(), indent=2) + "\n"
     if out:
         from topology.render.files import write_atomic

@@ -426,5 +426,25 @@ def load_spec_or_stack_file(path: str) -> PodSpec:
     return parse(data)
 
 
+# The spec fields that name a catalog model, and the catalog table each names
+MODEL_FIELDS = {
+    ("PodSpec", "node_model"): "nodes",
+    ("ComputeFabric", "switch_model"): "switches", ("ComputeFabric", "ufm_model"): "appliances",
+    ("StorageFabric", "switch_model"): "switches", ("StorageFabric", "server_model"): "appliances",
+    ("Inband", "switch_model"): "switches", ("Inband", "core_switch_model"): "switches",
+    ("Inband", "mgmt_node_model"): "appliances",
+    ("Oob", "switch_model"): "switches", ("Oob", "aggregation_model"): "switches",
+    ("Racks", "pdu_model"): "pdus", ("Racks", "cdu_model"): "cdus",
+}
+
+
 def json_schema() -> dict:
-    return PodSpec.model_json_schema()
+    """The spec's JSON Schema, each model field listing the catalog's models (with any overlay)."""
+    schema = PodSpec.model_json_schema()
+    cat = catalog.load()
+    for (model, name), table in MODEL_FIELDS.items():
+        props = (schema if model == "PodSpec" else schema["$defs"][model])["properties"]
+        field = props[name]
+        target = next((alt for alt in field.get("anyOf", []) if alt.get("type") == "string"), field)
+        target["enum"] = sorted(getattr(cat, table))
+    return schema
