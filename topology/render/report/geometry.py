@@ -62,10 +62,11 @@ class Edge:
 
     @property
     def label_at(self) -> tuple[float, float]:
-        """A third of the way up from the lower box: lines fanning into one upper box part there."""
+        """A third of the way up from the lower box (`b`): lines fanning into one upper box (`a`)
+        are furthest apart there."""
         x1, y1 = self.a.x + self.a.w / 2, self.a.y + self.a.h
         x2, y2 = self.b.x + self.b.w / 2, self.b.y
-        return round(x1 + (x2 - x1) / 3, 1), round(y1 + (y2 - y1) / 3 + 3, 1)
+        return round(x1 + (x2 - x1) * 2 / 3, 1), round(y1 + (y2 - y1) * 2 / 3 + 3, 1)
 
 
 @dataclass
