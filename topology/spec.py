@@ -297,6 +297,32 @@ class Addressing(_Spec):
         }
 
 
+# Cumulus Linux releases whose NVUE object model NVIDIA publishes and `nvueschema` covers
+# (tests/test_nvue_model.py holds this equal to the package's manifest). NVUE's model changed
+# at 5.15 (interface `ip` became `ipv4`, `enable: on` became `state: enabled`): the renderer
+# writes the release's own dialect.
+CUMULUS_RELEASES = ("5.0", "5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "5.9", "5.10",
+                    "5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
+CumulusRelease = Literal[CUMULUS_RELEASES]  # type: ignore[valid-type]
+
+
+class SwitchSoftware(_Spec):
+    cumulus_release: CumulusRelease = Field(
+        CUMULUS_RELEASES[-1],
+        description="Cumulus Linux release the NVUE startup.yaml files are written and checked for "
+        "(NVIDIA's NVUE object model of that release)",
+    )
+
+    @field_validator("cumulus_release", mode="before")
+    @classmethod
+    def _quoted(cls, v: object) -> object:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            # YAML reads 5.10 as the number 5.1: only a string names a release exactly
+            raise ValueError(f"got the number {v}: write the release as a quoted string (\"5.10\"), "
+                             "a YAML number loses its trailing zeros")
+        return v
+
+
 class PodSpec(_Spec):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
     node_model: str
@@ -310,6 +336,7 @@ class PodSpec(_Spec):
     management: Management = Management()
     racks: Racks = Racks()
     addressing: Addressing = Addressing()
+    switch_software: SwitchSoftware = SwitchSoftware()
     spares_percent: float = Field(
         0.0, ge=0, le=100, description="bill of materials: spare cables and optics, percent of planned (rounded up)"
     )

@@ -173,7 +173,12 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             pairing=pair,
             qos=ROCE_QOS if roce and fabric == "compute" else None,
             notes=_notes(d.role),
+            os_release=_os_release(spec, switch_os(spec, fabric)),
         )
+
+
+def _os_release(spec, os_name: str) -> str:
+    return spec.switch_software.cumulus_release if os_name == "cumulus" else ""
 
 
 def _partners(devices: list[Device]) -> dict[str, str]:

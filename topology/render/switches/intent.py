@@ -135,3 +135,4 @@ class SwitchIntent:
     pairing: Pairing | None = None
     qos: Qos | None = None
     notes: tuple[str, ...] = field(default=())  # what the plan leaves to the operator, said in the config
+    os_release: str = ""  # the OS release the config is written for (cumulus: switch_software.cumulus_release)

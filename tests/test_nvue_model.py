@@ -1,0 +1,173 @@
+"""Every NVUE startup.yaml the project renders, judged by NVIDIA's NVUE object model for the
+Cumulus Linux release the spec names (nvueschema: Pydantic models generated from NVIDIA's NVUE
+OpenAPI spec), with keys the model does not declare refused (the models ignore them).
+
+Coverage: every file of the four example stacks, except roce-8k, whose 1,087 switches are
+checked one per (role, model, SU 1 or not) -- the same section functions write every switch of
+a role, and the full walk adds ~15 s; and one file per (role, model) in each variant of
+tests/switch_variants.py."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from tests.conftest import STACKS, stack_layout
+from tests.switch_variants import VARIANTS, variant_layout
+from topology.render.switches.build import build_intents
+from topology.render.switches.nvue import render_nvue
+from topology.render.switches.nvue_model import NEWEST_RELEASE, check_set, check_startup
+from topology.spec import CUMULUS_RELEASES
+
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _startup(sw) -> list:
+    return yaml.load(render_nvue(sw), Loader=LOADER)  # noqa: S506 (libyaml's safe loader)
+
+
+def _cumulus(layout):
+    return [sw for sw in build_intents(layout) if sw.os == "cumulus"]
+
+
+def _one_per_role(intents):
+    seen, out = set(), []
+    for sw in intents:
+        key = (sw.role, sw.model, sw.name.startswith("su01-"))
+        if key not in seen:
+            seen.add(key)
+            out.append(sw)
+    return out
+
+
+def _judge(intents, release: str) -> list[str]:
+    return [f"{sw.name}: {e}" for sw in intents for e in check_startup(_startup(sw), release)]
+
+
+def test_the_releases_the_spec_offers_are_the_models_releases():
+    from nvueschema.models._versions import VERSIONS
+
+    assert CUMULUS_RELEASES == VERSIONS
+    assert NEWEST_RELEASE == VERSIONS[-1]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_startup_yaml_of_the_example_stacks_is_accepted(stack):
+    layout = stack_layout(stack)
+    intents = _cumulus(layout)
+    if stack == "roce-8k":
+        intents = _one_per_role(intents)
+    assert intents, stack
+    release = layout.spec.switch_software.cumulus_release
+    assert release == NEWEST_RELEASE  # the default
+    errors = _judge(intents, release)
+    assert not errors, f"{len(errors)} errors, first: " + "\n".join(errors[:20])
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: v.name)
+def test_every_switch_role_of_each_variant_is_accepted(variant):
+    layout = variant_layout(variant)
+    intents = _one_per_role(_cumulus(layout))
+    assert intents, variant.name
+    release = layout.spec.switch_software.cumulus_release
+    assert {sw.os_release for sw in intents} == {release}
+    errors = _judge(intents, release)
+    assert not errors, f"{variant.name}: {len(errors)} errors, first: " + "\n".join(errors[:20])
+
+
+def test_the_lab_is_accepted_by_every_release_it_is_written_for():
+    from tests.conftest import spec_with
+    from topology.build import build
+
+    for release in CUMULUS_RELEASES:
+        layout = build(spec_with("lab", switch_software={"cumulus_release": release}))
+        intents = _one_per_role(_cumulus(layout))
+        errors = _judge(intents, release)
+        assert not errors, f"Cumulus {release}: " + "\n".join(errors[:10])
+
+
+# --- the defects of issue 31, each held by the plan, not by the file under test ---
+
+def _set(sw) -> dict:
+    return _startup(sw)[0]["set"]
+
+
+def test_lossless_ports_turn_the_pfc_watchdog_on_in_the_models_words():
+    layout = stack_layout("lab")
+    lossless = {(sw.name, p.name) for sw in build_intents(layout) for p in sw.ports if p.lossless}
+    assert lossless
+    for sw in _cumulus(layout):
+        cfg = _set(sw)
+        for name, iface in cfg["interface"].items():
+            state = iface.get("qos", {}).get("pfc-watchdog", {}).get("state")
+            assert (state == "enable") == ((sw.name, name) in lossless), (sw.name, name, state)
+
+
+@pytest.mark.parametrize("release", ["5.14", NEWEST_RELEASE])
+def test_vrr_is_turned_on_wherever_the_plan_gives_a_switch_a_virtual_gateway(release):
+    from tests.conftest import spec_with
+    from topology.build import build
+
+    layout = build(spec_with("lab", switch_software={"cumulus_release": release}))
+    # the plan's shared gateways: an address named <svi>-v0 on both switches of a pair
+    vrr_switches = {a.device for a in layout.addresses if a.interface.endswith("-v0")}
+    assert vrr_switches
+    on = {"enable": "on"} if release == "5.14" else {"state": "enabled"}
+    for sw in _cumulus(layout):
+        router = _set(sw).get("router", {})
+        assert (router.get("vrr") == on) == (sw.name in vrr_switches), sw.name
+
+
+# --- negative: a corrupted file fails, naming its path ---
+
+def _leaf():
+    layout = stack_layout("lab")
+    return _set(next(sw for sw in build_intents(layout) if sw.name == "su01-leaf-rail0"))
+
+
+def test_a_wrong_value_fails_naming_its_path():
+    body = copy.deepcopy(_leaf())
+    body["interface"]["swp1"]["qos"]["pfc-watchdog"]["state"] = "enabled"
+    errors = check_set(body)
+    assert len(errors) == 1
+    assert errors[0].startswith("interface.swp1.qos.pfc-watchdog.state: Input should be 'enable' or 'disable'")
+
+
+def test_an_unknown_key_fails_naming_its_path():
+    body = copy.deepcopy(_leaf())
+    body["interface"]["swp1"]["link"]["mtuu"] = 9216
+    body["qos"]["pfc-watchdog"]["robustnes"] = 3
+    body["frobnicate"] = {}
+    errors = check_set(body)
+    assert sorted(errors) == sorted([
+        "interface.swp1.link.mtuu: unknown key (the NVUE model has no such field)",
+        "qos.pfc-watchdog.robustnes: unknown key (the NVUE model has no such field)",
+        "frobnicate: unknown key (the NVUE model has no such field)",
+    ])
+
+
+def test_an_out_of_range_number_and_a_bad_address_fail_naming_their_paths():
+    body = copy.deepcopy(_leaf())
+    body["interface"]["swp1"]["link"]["mtu"] = 100
+    body["vrf"]["default"]["router"]["bgp"]["router-id"] = "10.255.0.300"
+    errors = check_set(body)
+    assert any(e.startswith("interface.swp1.link.mtu: ") for e in errors), errors
+    assert any(e.startswith("vrf.default.router.bgp.router-id: ") for e in errors), errors
+    assert len(errors) == 2
+
+
+def test_a_key_of_the_other_releases_model_fails():
+    """5.15 renamed interface `ip` to `ipv4`: a 5.14 file does not pass as 5.18 and back."""
+    body = copy.deepcopy(_leaf())
+    assert "ipv4" in body["interface"]["swp1"]
+    old = copy.deepcopy(body)
+    old["interface"]["swp1"]["ip"] = old["interface"]["swp1"].pop("ipv4")
+    assert "interface.swp1.ip: unknown key (the NVUE model has no such field)" in check_set(old, NEWEST_RELEASE)
+    assert "interface.swp1.ipv4: unknown key (the NVUE model has no such field)" in check_set(body, "5.14")
+
+
+def test_a_file_that_is_not_a_list_of_operations_fails():
+    assert check_startup({"set": {}}) == ["(file): a startup.yaml is a list of operations (- set: ...)"]
+    assert check_startup([{"sett": {}}]) == ["[0]: each item is one of header, set"]
