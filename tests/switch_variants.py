@@ -55,8 +55,10 @@ VARIANTS = (
             "four SUs, unnumbered and EVPN-MH together"),
     Variant("cumulus-5.14", "lab", {"switch_software": {"cumulus_release": "5.14"}},
             "the last release of NVUE's first object model (interface ip, enable: on)"),
-    Variant("cumulus-5.0", "lab", {"switch_software": {"cumulus_release": "5.0"}},
-            "the oldest release the models cover"),
+    Variant("cumulus-5.15", "lab", {"switch_software": {"cumulus_release": "5.15"}},
+            "the first release of NVUE's second object model (interface ipv4, state: enabled)"),
+    Variant("cumulus-5.6", "lab", {"switch_software": {"cumulus_release": "5.6"}},
+            "the oldest release the spec accepts (the first NVUE with a PFC watchdog)"),
 )
 
 _built: dict[str, Layout] = {}

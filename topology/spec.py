@@ -301,8 +301,11 @@ class Addressing(_Spec):
 # (tests/test_nvue_model.py holds this equal to the package's manifest). NVUE's model changed
 # at 5.15 (interface `ip` became `ipv4`, `enable: on` became `state: enabled`): the renderer
 # writes the release's own dialect.
-CUMULUS_RELEASES = ("5.0", "5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "5.9", "5.10",
-                    "5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
+NVUE_MODEL_RELEASES = ("5.0", "5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "5.9", "5.10",
+                       "5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
+# Before 5.6 NVUE has no PFC watchdog (5.0-5.2 no QoS mapping or per-port QoS either): the plan's
+# lossless RoCE cannot be written for them, so the spec refuses them and says why.
+CUMULUS_RELEASES = NVUE_MODEL_RELEASES[NVUE_MODEL_RELEASES.index("5.6"):]
 CumulusRelease = Literal[CUMULUS_RELEASES]  # type: ignore[valid-type]
 
 
@@ -320,6 +323,9 @@ class SwitchSoftware(_Spec):
             # YAML reads 5.10 as the number 5.1: only a string names a release exactly
             raise ValueError(f"got the number {v}: write the release as a quoted string (\"5.10\"), "
                              "a YAML number loses its trailing zeros")
+        if v in NVUE_MODEL_RELEASES and v not in CUMULUS_RELEASES:
+            raise ValueError(f"Cumulus Linux {v}'s NVUE has no PFC watchdog, which the plan's lossless RoCE "
+                             f"sets on every compute port: use {CUMULUS_RELEASES[0]} or later")
         return v
 
 

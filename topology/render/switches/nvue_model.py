@@ -17,9 +17,9 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel, ValidationError
 
-from topology.spec import CUMULUS_RELEASES
+from topology.spec import NVUE_MODEL_RELEASES
 
-NEWEST_RELEASE = CUMULUS_RELEASES[-1]
+NEWEST_RELEASE = NVUE_MODEL_RELEASES[-1]
 
 # A startup.yaml is a list of operations; `nv config replace` takes a header and `set`.
 _OPERATIONS = ("header", "set")
@@ -31,9 +31,9 @@ class NvueModelUnavailable(RuntimeError):
 
 @functools.cache
 def root_model(release: str) -> type[BaseModel]:
-    if release not in CUMULUS_RELEASES:
+    if release not in NVUE_MODEL_RELEASES:
         raise ValueError(f"Cumulus Linux {release} is not a release the NVUE models cover "
-                         f"({', '.join(CUMULUS_RELEASES)})")
+                         f"({', '.join(NVUE_MODEL_RELEASES)})")
     try:
         module = importlib.import_module(f"nvueschema.models.v{release.replace('.', '_')}")
     except ImportError as e:
@@ -72,9 +72,12 @@ def _check(annotation, body: object, prefix: str) -> list[str]:
         try:
             model.model_validate(body)
         except ValidationError as e:
+            # a union (an address or 'auto') fails once per member at the same path: one line each
+            by_path: dict[str, list[str]] = {}
             for err in e.errors():
-                errors.append(f"{_join(prefix, _data_path(body, err['loc']))}: {err['msg']}"
-                              f" [input_value={err['input']!r}]")
+                by_path.setdefault(_join(prefix, _data_path(body, err["loc"])), []).append(
+                    f"{err['msg']} [input_value={err['input']!r}]")
+            errors += [f"{path}: {' | '.join(dict.fromkeys(msgs))}" for path, msgs in by_path.items()]
     return errors
 
 
@@ -141,3 +144,22 @@ def _data_path(body: dict, loc: tuple) -> str:
 
 def _join(prefix: str, path: str) -> str:
     return ".".join(p for p in (prefix, path) if p) or "(root)"
+
+
+def check_plan_files(switches_dir, release: str) -> dict[str, list[str]]:
+    """Every `<device>/startup.yaml` under a plan's switches/ folder (what `apply` pushes):
+    file (relative) -> its problems; files the model accepts map to []."""
+    from pathlib import Path
+
+    import yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    out: dict[str, list[str]] = {}
+    for path in sorted(Path(switches_dir).glob("*/startup.yaml")):
+        try:
+            doc = yaml.load(path.read_text(encoding="utf-8"), Loader=loader)  # noqa: S506 (a safe loader)
+        except yaml.YAMLError as e:
+            out[str(path.relative_to(switches_dir))] = [f"(file): not YAML: {e}"]
+            continue
+        out[str(path.relative_to(switches_dir))] = check_startup(doc, release)
+    return out
