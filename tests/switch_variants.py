@@ -16,6 +16,10 @@ _WIDE_INBAND = {"scalable_units": 2, "max_scalable_units": 40, "racks": {"racks_
                 "management": {"inband": {"mgmt_nodes": 3}}}
 
 
+_SERVICES = {"ntp_servers": ["192.0.2.10", "192.0.2.11"], "dns_servers": ["192.0.2.53"],
+             "syslog_servers": ["192.0.2.20"], "bgp_graceful_restart": "full"}
+
+
 @dataclass(frozen=True)
 class Variant:
     name: str
@@ -55,9 +59,16 @@ VARIANTS = (
             "four SUs, unnumbered and EVPN-MH together"),
     Variant("cumulus-5.14", "lab", {"switch_software": {"cumulus_release": "5.14"}},
             "the last release of NVUE's first object model (interface ip, enable: on)"),
+    Variant("services", "lab", {"switch_services": _SERVICES}, "NTP, DNS, syslog, full graceful restart"),
+    Variant("services-5.14", "lab", {"switch_services": _SERVICES, "switch_software": {"cumulus_release": "5.14"}},
+            "the services in 5.14's places (service ntp/dns <vrf>, system syslog)"),
+    Variant("services-5.12", "lab", {"switch_services": {**_SERVICES, "gnmi_server": False},
+                                     "switch_software": {"cumulus_release": "5.12"}},
+            "the services in 5.12's places (service syslog <vrf>; no gNMI server before 5.13)"),
     Variant("cumulus-5.15", "lab", {"switch_software": {"cumulus_release": "5.15"}},
             "the first release of NVUE's second object model (interface ipv4, state: enabled)"),
-    Variant("cumulus-5.6", "lab", {"switch_software": {"cumulus_release": "5.6"}},
+    Variant("cumulus-5.6", "lab", {"switch_software": {"cumulus_release": "5.6"},
+                                   "switch_services": {"gnmi_server": False}},
             "the oldest release the spec accepts (the first NVUE with a PFC watchdog)"),
 )
 

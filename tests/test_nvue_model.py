@@ -204,3 +204,73 @@ def test_check_nvue_command_judges_the_written_plan(tmp_path):
     assert "spine-01/startup.yaml: interface.swp1.link.mtuu: unknown key" in bad.output
     missing = runner.invoke(app, ["check-nvue", "-s", "lab", "-C", str(ROOT), "--plan-dir", str(tmp_path / "none")])
     assert missing.exit_code == 2 and "run `superpod plan` first" in missing.output
+
+
+# --- switch services from the spec, in the places each release keeps them ---
+
+def _services_of(cfg: dict, vrf: str) -> dict:
+    """NTP/DNS/syslog servers wherever the release keeps them (system.<name> or service.<name>.<vrf>)."""
+    system, service = cfg["system"], cfg.get("service", {})
+
+    def servers(name: str) -> set[str]:
+        return set(system.get(name, {}).get("server", {})) | set(service.get(name, {}).get(vrf, {}).get("server", {}))
+
+    return {name: servers(name) for name in ("ntp", "dns", "syslog")}
+
+
+@pytest.mark.parametrize("name", ["services", "services-5.14", "services-5.12"])
+def test_every_switch_gets_the_specs_servers_and_graceful_restart(name):
+    variant = next(v for v in VARIANTS if v.name == name)
+    layout = variant_layout(variant)
+    ss = layout.spec.switch_services
+    for sw in _cumulus(layout):
+        cfg = _set(sw)
+        vrf = sw.mgmt.vrf if sw.mgmt else "default"  # a rack OOB switch reaches them in-band of its own network
+        assert _services_of(cfg, vrf) == {"ntp": set(ss.ntp_servers), "dns": set(ss.dns_servers),
+                                             "syslog": set(ss.syslog_servers)}, sw.name
+        if sw.bgp:
+            assert cfg["router"]["bgp"]["graceful-restart"] == {"mode": ss.bgp_graceful_restart}, sw.name
+
+
+def test_the_gnmi_server_listens_where_gnmic_dials():
+    from topology.render.telemetry import switch_targets
+
+    layout = stack_layout("lab")
+    dialled = {t["name"]: int(addr.rsplit(":", 1)[1]) for addr, t in yaml.safe_load(switch_targets(layout))
+               ["targets"].items()}
+    configs = {sw.name: _set(sw) for sw in _cumulus(layout)}
+    assert dialled and set(dialled) <= set(configs)
+    for name, port in dialled.items():
+        assert configs[name]["system"]["gnmi-server"] == {"state": "enabled", "port": port}, name
+
+
+def test_a_release_without_gnmi_is_refused_unless_gnmi_is_off():
+    from tests.conftest import spec_with
+
+    with pytest.raises(SpecErrors, match=r"switch_services: gnmi_server: Cumulus Linux 5\.12 has no gNMI server"):
+        spec_with("lab", switch_software={"cumulus_release": "5.12"})
+    spec_with("lab", switch_software={"cumulus_release": "5.12"}, switch_services={"gnmi_server": False})
+    # no switch on Cumulus: nothing to refuse
+    spec_with("lab", switch_software={"cumulus_release": "5.12"}, compute_fabric={"switch_os": "sonic"},
+              storage_fabric={"switch_os": "sonic"}, management={"inband": {"switch_os": "sonic"},
+                                                                  "oob": {"switch_os": "sonic"}})
+
+
+@pytest.mark.parametrize("pairing", ["mlag", "evpn_mh"])
+def test_host_bonds_bypass_lacp_and_are_stp_edges_with_bpdu_guard(pairing):
+    from tests.conftest import spec_with
+    from topology.build import build
+
+    layout = build(spec_with("lab", management={"inband": {"pairing": pairing}}))
+    # the plan's host bonds: a node's, mgmt node's or appliance's links to an in-band pair
+    hosts = {lk.a_device for lk in layout.links if lk.tier in ("node-inband", "mgmt-core", "service-inband")}
+    checked = 0
+    for sw in _cumulus(layout):
+        for name, iface in _set(sw)["interface"].items():
+            if iface.get("type") != "bond" or name == "peerlink":
+                continue
+            assert iface["description"] in hosts, (sw.name, name)
+            assert iface["bond"]["lacp-bypass"] == "enabled", (sw.name, name)
+            assert iface["bridge"]["domain"]["br_default"]["stp"] == {"admin-edge": "enabled", "bpdu-guard": "enabled"}
+            checked += 1
+    assert checked >= len(hosts)

@@ -309,6 +309,10 @@ CUMULUS_RELEASES = NVUE_MODEL_RELEASES[NVUE_MODEL_RELEASES.index("5.6"):]
 CumulusRelease = Literal[CUMULUS_RELEASES]  # type: ignore[valid-type]
 
 
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
 class SwitchSoftware(_Spec):
     cumulus_release: CumulusRelease = Field(
         CUMULUS_RELEASES[-1],
@@ -329,6 +333,41 @@ class SwitchSoftware(_Spec):
         return v
 
 
+def _address(value: str) -> str:
+    try:
+        ip = netaddr.IPAddress(value, version=4)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as e:
+        raise ValueError(f"not an IPv4 address: {value!r}") from e
+    return str(ip)
+
+
+GNMI_SINCE = "5.13"  # Cumulus Linux's first NVUE with `system gnmi-server`
+
+
+class SwitchServices(_Spec):
+    """What every Ethernet switch runs besides forwarding, whatever its OS. Servers are reached
+    through the management VRF (eth0)."""
+
+    ntp_servers: list[str] = Field([], description="NTP servers (IPv4), iburst")
+    dns_servers: list[str] = Field([], description="DNS resolvers (IPv4)")
+    syslog_servers: list[str] = Field([], description="remote syslog receivers (IPv4, UDP 514)")
+    gnmi_server: bool = Field(
+        True, description="the switch's gNMI server on (telemetry/gnmic.yml dials it on port 9339); "
+        f"Cumulus Linux has it from {GNMI_SINCE}",
+    )
+    bgp_graceful_restart: Literal["off", "helper-only", "full"] = Field(
+        "helper-only", description="BGP graceful restart on every session: helper-only keeps a restarting "
+        "peer's routes; full also restarts gracefully itself",
+    )
+    host_bond_edge: bool = Field(
+        True, description="node and appliance bonds on the in-band pairs: LACP bypass (PXE before the OS "
+        "brings LACP up), STP admin edge and BPDU guard",
+    )
+
+    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers")(
+        lambda v: [_address(a) for a in v])
+
+
 class PodSpec(_Spec):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
     node_model: str
@@ -343,11 +382,28 @@ class PodSpec(_Spec):
     racks: Racks = Racks()
     addressing: Addressing = Addressing()
     switch_software: SwitchSoftware = SwitchSoftware()
+    # validate_default: the release check below runs when the section is left out, too
+    switch_services: SwitchServices = Field(SwitchServices(), validate_default=True)
     spares_percent: float = Field(
         0.0, ge=0, le=100, description="bill of materials: spare cables and optics, percent of planned (rounded up)"
     )
 
     _node = field_validator("node_model")(lambda v: _known("nodes", v))
+
+    @field_validator("switch_services")
+    @classmethod
+    def _gnmi_release(cls, services: SwitchServices, info: ValidationInfo) -> SwitchServices:
+        software = info.data.get("switch_software")
+        release = software.cumulus_release if software else CUMULUS_RELEASES[-1]
+        mgmt = info.data.get("management")
+        fabrics = [info.data.get("compute_fabric"), info.data.get("storage_fabric"),
+                   *((mgmt.inband, mgmt.oob) if mgmt else ())]
+        uses_cumulus = any(f is not None and f.switch_os == "cumulus" for f in fabrics)
+        if services.gnmi_server and uses_cumulus and _release(release) < _release(GNMI_SINCE):
+            raise ValueError(f"gnmi_server: Cumulus Linux {release} has no gNMI server (NVUE `system gnmi-server` "
+                             f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
+                             "or gnmi_server: false")
+        return services
 
     @model_validator(mode="after")
     def _max_su(self) -> PodSpec:

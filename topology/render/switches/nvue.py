@@ -117,8 +117,13 @@ def _bonds(sw: SwitchIntent, d: Dialect) -> dict:
                     }
                 }
             }
+        if b.edge:  # PXE runs before the host's LACP: the bond forwards on one member until LACP is up
+            bond["lacp-bypass"] = d.on
         if b.access_vlan is not None:
-            iface["bridge"] = {"domain": {"br_default": {"access": b.access_vlan}}}
+            domain: dict = {"access": b.access_vlan}
+            if b.edge:  # a host, never a bridge: edge at once, shut if it sends BPDUs
+                domain["stp"] = {"admin-edge": d.on, "bpdu-guard": d.on}
+            iface["bridge"] = {"domain": {"br_default": domain}}
         out[b.name] = iface
     if pair and pair.peer_link:
         out["peerlink"] = {"type": "peerlink", "bond": {"member": {m: {} for m in pair.peer_link}}}
@@ -166,6 +171,38 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
             }
         }
     }
+
+
+_SYSTEM_SERVICES_SINCE = (5, 15)  # NTP and DNS moved from `service <name> <vrf>` to `system <name>`
+_SYSTEM_SYSLOG_SINCE = (5, 13)  # syslog moved earlier
+SYSLOG_PORT = 514
+
+
+def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[dict, dict]:
+    """(`system` additions, `service` tree) for the spec's switch services in the release's places."""
+    sv, vrf = sw.services, (sw.mgmt.vrf if sw.mgmt else "default")
+    system: dict = {}
+    service: dict = {}
+    if sv.ntp:
+        servers = {ip: {"iburst": d.on} for ip in sv.ntp}
+        if release >= _SYSTEM_SERVICES_SINCE:
+            system["ntp"] = {**d.enabled(), "vrf": vrf, "server": servers}
+        else:
+            service["ntp"] = {vrf: {"server": servers}}
+    if sv.dns:
+        if release >= _SYSTEM_SERVICES_SINCE:
+            system["dns"] = {"server": {ip: {"vrf": vrf} for ip in sv.dns}}
+        else:
+            service["dns"] = {vrf: {"server": {ip: {} for ip in sv.dns}}}
+    if sv.syslog:
+        target = {"port": SYSLOG_PORT, "protocol": "udp"}
+        if release >= _SYSTEM_SYSLOG_SINCE:
+            system["syslog"] = {"server": {ip: {**target, "vrf": vrf} for ip in sv.syslog}}
+        else:
+            service["syslog"] = {vrf: {"server": {ip: dict(target) for ip in sv.syslog}}}
+    if sv.gnmi_port is not None:  # the spec refuses gnmi_server before 5.13; its state is enabled|disabled from then
+        system["gnmi-server"] = {"state": "enabled", "port": sv.gnmi_port}
+    return system, service
 
 
 def _border_policy(p: BorderPolicy) -> dict:
@@ -222,10 +259,14 @@ def _qos(q: Qos, d: Dialect) -> dict:
 
 def render_nvue(sw: SwitchIntent) -> str:
     d = dialect(sw.os_release)
+    release = sw.os_release or CUMULUS_RELEASES[-1]
+    system, service = _services(sw, d, _release(release))
     body: dict = {
-        "system": {"hostname": sw.name},
+        "system": {"hostname": sw.name, **system},
         "interface": _interfaces(sw, d),
     }
+    if service:
+        body["service"] = service
     if sw.vlans:
         body["bridge"] = {"domain": {"br_default": {"vlan": {str(v): {} for v in sw.vlans}}}}
     if sw.pairing:
@@ -233,6 +274,8 @@ def render_nvue(sw: SwitchIntent) -> str:
     router: dict = {}
     if sw.bgp:
         router["bgp"] = {**d.enabled(), "autonomous-system": sw.bgp.asn, "router-id": sw.bgp.router_id}
+        if sw.services.graceful_restart != "off":
+            router["bgp"]["graceful-restart"] = {"mode": sw.services.graceful_restart}
         if sw.bgp.border:
             router["policy"] = _border_policy(sw.bgp.border)
     if any(svi.vrr for svi in sw.svis):  # `ip vrr` answers only with VRR on globally (NVUE's default: off)
@@ -248,7 +291,6 @@ def render_nvue(sw: SwitchIntent) -> str:
         body["vrf"] = vrf
     if sw.qos:
         body["qos"] = _qos(sw.qos, d)
-    release = sw.os_release or CUMULUS_RELEASES[-1]
     header = f"# {GENERATED}\n# {sw.name} ({sw.role}, {sw.model}): NVIDIA Cumulus Linux {release} NVUE\n"
     header += "".join(f"# note: {n}\n" for n in sw.notes)
     out = [header, "- set:\n"]
