@@ -14,7 +14,9 @@ import importlib
 import types
 import typing
 from collections.abc import Iterator
+from pathlib import Path
 
+import yaml
 from pydantic import BaseModel, ValidationError
 
 from topology.spec import NVUE_MODEL_RELEASES
@@ -146,13 +148,9 @@ def _join(prefix: str, path: str) -> str:
     return ".".join(p for p in (prefix, path) if p) or "(root)"
 
 
-def check_plan_files(switches_dir, release: str) -> dict[str, list[str]]:
+def check_plan_files(switches_dir: Path, release: str) -> dict[str, list[str]]:
     """Every `<device>/startup.yaml` under a plan's switches/ folder (what `apply` pushes):
     file (relative) -> its problems; files the model accepts map to []."""
-    from pathlib import Path
-
-    import yaml
-
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     out: dict[str, list[str]] = {}
     for path in sorted(Path(switches_dir).glob("*/startup.yaml")):
