@@ -274,3 +274,35 @@ def test_host_bonds_bypass_lacp_and_are_stp_edges_with_bpdu_guard(pairing):
             assert iface["bridge"]["domain"]["br_default"]["stp"] == {"admin-edge": "enabled", "bpdu-guard": "enabled"}
             checked += 1
     assert checked >= len(hosts)
+
+
+@pytest.mark.parametrize("release", ["5.14", NEWEST_RELEASE])
+def test_bfd_runs_on_every_session_between_the_pods_switches_and_not_toward_the_site(release):
+    from tests.conftest import spec_with
+    from topology.build import build
+
+    layout = build(spec_with("lab", switch_software={"cumulus_release": release},
+                             switch_services={"bfd_interval_ms": 250, "bfd_multiplier": 4}))
+    timers = {"detect-multiplier": 4, "min-rx-interval": 250, "min-tx-interval": 250}
+    site_ends = {(lk.a_device, lk.a_port) for lk in layout.border_links} | {
+        (lk.b_device, lk.b_port) for lk in layout.border_links}
+    with_bfd = without = 0
+    for sw in _cumulus(layout):
+        cfg = _set(sw)
+        bgp = cfg.get("vrf", {}).get("default", {}).get("router", {}).get("bgp")
+        if not bgp:
+            continue
+        by_key = {n.interface if sw.bgp.unnumbered else n.address: n for n in sw.bgp.neighbors}
+        for key, nbr in bgp["neighbor"].items():
+            toward_site = (sw.name, by_key[key].interface) in site_ends
+            if toward_site:
+                assert "bfd" not in nbr, (sw.name, key)
+                without += 1
+            elif release == "5.14":
+                assert nbr["bfd"] == {"enable": "on", **timers}, (sw.name, key)
+                with_bfd += 1
+            else:
+                profile = cfg["router"]["bfd"]["profile"][nbr["bfd"]["profile"]]
+                assert profile == timers and cfg["router"]["bfd"]["state"] == "enabled", (sw.name, key)
+                with_bfd += 1
+    assert with_bfd and without

@@ -359,6 +359,11 @@ class SwitchServices(_Spec):
         "helper-only", description="BGP graceful restart on every session: helper-only keeps a restarting "
         "peer's routes; full also restarts gracefully itself",
     )
+    bgp_bfd: bool = Field(True, description="BFD on every BGP session between the pod's own switches "
+                          "(not the site's border sessions): a dead link or peer is gone in interval x multiplier")
+    bfd_interval_ms: Annotated[int, Field(ge=50, le=60000)] = Field(
+        300, description="BFD transmit and receive interval (the range every Cumulus release accepts)")
+    bfd_multiplier: Annotated[int, Field(ge=2, le=255)] = 3
     host_bond_edge: bool = Field(
         True, description="node and appliance bonds on the in-band pairs: LACP bypass (PXE before the OS "
         "brings LACP up), STP admin edge and BPDU guard",

@@ -184,7 +184,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
 
 def _services(ss) -> Services:
     return Services(ntp=tuple(ss.ntp_servers), dns=tuple(ss.dns_servers), syslog=tuple(ss.syslog_servers),
-                    gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart)
+                    gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart,
+                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None)
 
 
 def _os_release(spec, os_name: str) -> str:

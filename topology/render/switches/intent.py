@@ -127,6 +127,7 @@ class Services:
     syslog: tuple[str, ...] = ()
     gnmi_port: int | None = None  # the gNMI server's port (telemetry/gnmic.yml dials it); None: off
     graceful_restart: str = "off"  # BGP: off | helper-only | full
+    bfd: tuple[int, int] | None = None  # (interval ms, multiplier) on the pod's own BGP sessions; None: off
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,8 @@ from topology.spec import CUMULUS_RELEASES
 class Dialect:
     """How a Cumulus release spells the same intent. NVIDIA's NVUE object model changed at 5.15:
     an interface's `ip` became `ipv4` (its VRF moved up to the interface), every `enable: on|off`
-    became `state: enabled|disabled`, and the VRR gateway's up/down object became `vrr-state`.
+    became `state: enabled|disabled`, the VRR gateway's up/down object became `vrr-state`, and a
+    BGP neighbor's BFD timers moved into a profile under `router bfd`.
     tests/test_nvue_model.py judges both spellings by each release's own model."""
 
     ip: str
@@ -24,13 +25,16 @@ class Dialect:
     on: str  # its value, and the value of on/off options (aspath-ignore, summary-only)
     vrf_on_interface: bool
     vrr_state: str
+    bfd_profiles: bool  # BFD timers in a `router bfd profile` the neighbor names, or on the neighbor itself
 
     def enabled(self) -> dict:
         return {self.switch: self.on}
 
 
-ENABLE_ON = Dialect(ip="ip", switch="enable", on="on", vrf_on_interface=False, vrr_state="state")
-STATE_ENABLED = Dialect(ip="ipv4", switch="state", on="enabled", vrf_on_interface=True, vrr_state="vrr-state")
+ENABLE_ON = Dialect(ip="ip", switch="enable", on="on", vrf_on_interface=False, vrr_state="state", bfd_profiles=False)
+STATE_ENABLED = Dialect(ip="ipv4", switch="state", on="enabled", vrf_on_interface=True, vrr_state="vrr-state",
+                        bfd_profiles=True)
+BFD_PROFILE = "fabric"
 _STATE_SINCE = (5, 15)
 
 
@@ -149,6 +153,8 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
             neighbors[n.interface] = {"type": "unnumbered", "remote-as": "external", "description": n.peer}
         else:
             neighbors[n.address] = {"type": "numbered", "remote-as": n.remote_as, "description": n.peer}
+        if sw.services.bfd and not n.site:  # the pod's own sessions; the site's routers may not run BFD
+            neighbors[n.interface if b.unnumbered else n.address]["bfd"] = _bfd_neighbor(sw.services.bfd, d)
         if b.border and n.site:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
@@ -203,6 +209,15 @@ def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[d
     if sv.gnmi_port is not None:  # the spec refuses gnmi_server before 5.13; its state is enabled|disabled from then
         system["gnmi-server"] = {"state": "enabled", "port": sv.gnmi_port}
     return system, service
+
+
+def _bfd_timers(bfd: tuple[int, int]) -> dict:
+    interval, multiplier = bfd
+    return {"detect-multiplier": multiplier, "min-rx-interval": interval, "min-tx-interval": interval}
+
+
+def _bfd_neighbor(bfd: tuple[int, int], d: Dialect) -> dict:
+    return {"profile": BFD_PROFILE} if d.bfd_profiles else {**d.enabled(), **_bfd_timers(bfd)}
 
 
 def _border_policy(p: BorderPolicy) -> dict:
@@ -278,6 +293,8 @@ def render_nvue(sw: SwitchIntent) -> str:
             router["bgp"]["graceful-restart"] = {"mode": sw.services.graceful_restart}
         if sw.bgp.border:
             router["policy"] = _border_policy(sw.bgp.border)
+        if sw.services.bfd and d.bfd_profiles and any(not n.site for n in sw.bgp.neighbors):
+            router["bfd"] = {**d.enabled(), "profile": {BFD_PROFILE: _bfd_timers(sw.services.bfd)}}
     if any(svi.vrr for svi in sw.svis):  # `ip vrr` answers only with VRR on globally (NVUE's default: off)
         router["vrr"] = d.enabled()
     if router:
