@@ -186,7 +186,9 @@ GOLDEN_CASES = [
     ("lab", "su01-leaf-rail0", "frr.conf", {"compute_fabric": {"switch_os": "sonic"}}),
     ("lab", "su01-inband-a", "startup.yaml", {}),
     ("lab", "inband-core-01", "startup.yaml", {}),
-    ("lab", "su01-inband-a", "config_db.json", {"management": {"inband": {"switch_os": "sonic"}}}),
+    # cores on SN5400: SONiC's SN4600C platform has no 4 x 25G breakout (tests/test_sonic_platform.py)
+    ("lab", "su01-inband-a", "config_db.json", {"management": {"inband": {"switch_os": "sonic",
+                                                                          "core_switch_model": "sn5400"}}}),
 ]
 
 

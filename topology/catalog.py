@@ -107,6 +107,7 @@ class SwitchModel(_Entry):
     uplink_form: str | None = None
     uplink_lane_gbps: int | None = None
     optical_lane_gbps: int | None = None  # its optics' lane rate where a gearbox changes it (SN5400: 100)
+    sonic_platform: str | None = None  # SONiC's platform name (its platform.json: testdata/sonic-platforms/)
 
     @property
     def native_gbps(self) -> int:

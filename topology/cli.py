@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 import sys
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -20,22 +21,69 @@ from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_sta
 app = typer.Typer(
     add_completion=False,
     no_args_is_help=True,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="GPU SuperPOD infrastructure as code: a pod spec becomes fabric, cabling, "
     "addresses, racks and an Ansible inventory.",
 )
-console = Console()
+# Output that is not a terminal (a log, a pipe) is never wrapped: a path or a work-list line
+# split at 80 columns cannot be copied or grepped.
+console = Console(soft_wrap=not sys.stdout.isatty())
 err = Console(stderr=True, soft_wrap=True)
+
+
+def show_version(value: bool) -> None:
+    if value:
+        from importlib.metadata import version
+
+        console.print(f"superpod {version('superpod')}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main(
+    version: Annotated[bool, typer.Option("--version", callback=show_version, is_eager=True,
+                                          help="print the version and exit")] = False,
+) -> None:
+    """GPU SuperPOD infrastructure as code: a pod spec becomes fabric, cabling, addresses, racks and an
+    Ansible inventory."""
 
 StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
 SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045
 ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pulumi.<stack>.yaml files live")]
 
 
+MAX_ERRORS_SHOWN = 50  # a spec with 50,000 stray keys needs the first few named, not a minute of output
+
+
 def fail(errors: list[SpecError] | SpecError) -> None:
     # Text, not markup: field and rule quote the user's input, which may hold [brackets] or escapes
-    for e in errors if isinstance(errors, list) else [errors]:
+    errors = errors if isinstance(errors, list) else [errors]
+    if wants_json():  # a script reading stdout gets the errors there too, not an empty stream
+        console.print_json(data={"ok": False, "errors": [{"field": e.field, "rule": e.rule} for e in errors]})
+    for e in errors[:MAX_ERRORS_SHOWN]:
         err.print(Text.assemble(("error:", "bold red"), " ", (plain(e.field), "bold"), f": {plain(e.rule)}"))
+    if len(errors) > MAX_ERRORS_SHOWN:
+        err.print(Text.assemble(("error:", "bold red"), f" ... and {len(errors) - MAX_ERRORS_SHOWN} more errors"))
     raise typer.Exit(2)
+
+
+# Set by each command that takes --json, so that fail() answers in the same form.
+JSON_ERRORS: ContextVar[bool] = ContextVar("json_errors", default=False)
+
+
+def wants_json() -> bool:
+    return JSON_ERRORS.get()
+
+
+def spec_file_problem(path: Path) -> str | None:
+    """Why `path` cannot be read as a spec file, or None. Checked before opening: a FIFO would block."""
+    if not path.exists():
+        return f"no such file {path}"
+    if path.is_dir():
+        return f"{path} is a directory, not a spec file"
+    if not path.is_file():
+        return f"{path} is not a regular file (a FIFO, socket or device)"
+    return None
 
 
 STACK_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")  # the rule of pod names: a stack names folders
@@ -56,8 +104,9 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
             if not path.is_file():
                 fail(SpecError("--stack", f"no stack file {path}"))
             return stack, load_stack_file(str(path))
-        if not spec.is_file():
-            fail(SpecError("--spec", f"no such file {spec}"))
+        problem = spec_file_problem(spec)
+        if problem:
+            fail(SpecError("--spec", problem))
         parsed = load_spec_file(str(spec))
         return parsed.name, parsed
     except SpecErrors as e:
@@ -85,6 +134,7 @@ def plan(
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
+    JSON_ERRORS.set(json_summary)
     from topology.render.artifacts import iter_artifacts
     from topology.render.files import publish
     from topology.render.inventory import OVERRIDES
@@ -110,6 +160,8 @@ def plan(
     try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
         with collector_paused():
             changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+    except SpecError as e:  # a renderer's refusal (a switch OS's platform lacks what the plan needs)
+        fail(e)
     except OSError as e:
         where = e.filename or out_dir
         fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
@@ -181,6 +233,8 @@ def publish(
     prune: Annotated[bool, typer.Option("--prune", help="delete objects we made that the plan dropped")] = False,
     limit: Annotated[int, typer.Option(help="changes listed per object type (0: all)")] = 0,
     workers: Annotated[int, typer.Option(help="concurrent bulk requests (interfaces, cables, addresses)")] = 4,
+    timeout: Annotated[float, typer.Option(help="seconds a request may take (connect, read, write each)",
+                                           min=1, max=3600)] = 60.0,
 ) -> None:
     """Publish the plan into Nautobot: locations, rack groups, racks, device types and roles, devices
     at their units, interfaces, cables, namespace, prefixes, addresses, ASNs, SU/rail tags. Idempotent;
@@ -191,7 +245,7 @@ def publish(
         fail(SpecError("--nautobot", "required: the Nautobot URL"))
     layout = layout_of(load(stack, spec, project_dir)[1])
     raise typer.Exit(_publish_call(publish_plan, layout, nautobot, token_file, dry_run=dry_run, prune=prune,
-                                   limit=limit, workers=workers))
+                                   limit=limit, workers=workers, timeout=timeout))
 
 
 @app.command()
@@ -339,6 +393,7 @@ def drift(
 
     from topology.operate import commands
 
+    JSON_ERRORS.set(json_out)
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
                        "drift", playbook)
     if quick:
@@ -404,6 +459,7 @@ def validate(
     """Compare the cabling the devices see (LLDP, ibnetdiscover) with cabling.csv: correct, missing,
     miswired, swapped, wrong speed, unplanned, not heard from; and a work list per rack.
     Exit 0 all correct, 1 mismatches, 2 errors."""
+    JSON_ERRORS.set(json_out)
     from topology.operate import validate as v
 
     try:

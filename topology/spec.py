@@ -7,6 +7,7 @@ and raise SpecError with the same field paths.
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Literal
 
 import netaddr
@@ -28,7 +29,9 @@ BgpPeering = Annotated[
 
 class _Spec(BaseModel):
     # strict: `true` or "3" is not a count, "yes" is not a boolean; numbers must be finite
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    # validate_default: a rule binds a field left at its default too (asn_first alone must still
+    # meet asn_last's range rules; an InfiniBand fabric with neither subnet manager is refused)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, validate_default=True)
 
 
 def _known(kind: str, value: str) -> str:
@@ -424,6 +427,18 @@ class PodSpec(_Spec):
         return self.max_scalable_units or self.scalable_units
 
 
+def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
+    """'; did you mean X?' for a mistyped key: the closest field of the model the key sits in."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = getattr(field, "annotation", None)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return ""
+        model = inner
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
 def _field_path(loc: tuple) -> str:
     return ".".join(str(p) for p in loc) or "pod"
 
@@ -449,7 +464,7 @@ def parse(data: object) -> PodSpec:
         for err in e.errors():
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                msg = "unknown key (not part of the spec)"
+                msg = "unknown key (not part of the spec)" + did_you_mean(PodSpec, err["loc"])
             elif err["type"] == "missing":
                 msg = "required field is missing"
             loc = err["loc"]

@@ -41,6 +41,7 @@ CONTAINER_SWITCHES = {
     "dcgm_exporter_require_binary": False,
     "gpu_operator_render_only": True,
     "fabric_telemetry_require_nics": False,  # no rail NICs in the containers: the exporter reports them absent
+    "fabric_telemetry_listen_address": "127.0.0.1",  # the planned in-band address is not on the containers
 }
 
 

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from topology.errors import plain
 from topology.model import Layout
 from topology.publish.desired import desired_objects
-from topology.publish.nautobot import Nautobot, read_token
+from topology.publish.nautobot import Nautobot, NautobotError, read_token
 from topology.publish.sync import Report, sync
 
 SIGNS = {"create": "+", "update": "~", "delete": "-", "conflict": "!"}
@@ -35,11 +38,22 @@ def print_changes(report: Report, console: Console, limit: int) -> None:
             console.print(f"  … {len(changes) - len(shown)} more {kind}", highlight=False)
 
 
+@contextmanager
+def answers_checked() -> Iterator[None]:
+    """An object the server returned without a field its API documents (the sync reads them by key)
+    becomes an error line naming what was missing, not a traceback."""
+    try:
+        yield
+    except (KeyError, TypeError, AttributeError) as e:
+        raise NautobotError(f"an object Nautobot returned lacks what its API documents ({type(e).__name__}: "
+                            f"{plain(str(e))[:120]}): is the server Nautobot 2.x?") from None
+
+
 def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, dry_run: bool, prune: bool,
-                 limit: int = 0, workers: int = 4) -> int:
+                 limit: int = 0, workers: int = 4, timeout: float = 60.0) -> int:
     desired = desired_objects(layout)
     started = time.monotonic()
-    with Nautobot(url, read_token(token_file), workers=workers) as client:
+    with Nautobot(url, read_token(token_file), workers=workers, timeout=timeout) as client, answers_checked():
         report = sync(client, desired, apply=not dry_run, prune=prune,
                       progress=None if dry_run else lambda line: console.print(
                           f"  {time.monotonic() - started:7.1f} s  {line}", highlight=False))
@@ -55,7 +69,7 @@ def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, d
 
 def nautobot_diff(layout: Layout, url: str, token_file: Path, console: Console, limit: int = 20) -> int:
     desired = desired_objects(layout)
-    with Nautobot(url, read_token(token_file)) as client:
+    with Nautobot(url, read_token(token_file)) as client, answers_checked():
         report = sync(client, desired, apply=False, prune=False)
     if not report.total:
         console.print(f"{desired.site}: Nautobot matches the plan", highlight=False)

@@ -21,6 +21,7 @@ class Port:
     access_vlan: int | None = None  # L2 access port of a bridged subnet
     lossless: bool = False  # RoCE lossless QoS (PFC, ECN, watchdog) applies here
     mtu: int = JUMBO_MTU
+    cable_m: float = 0.0  # the planned cable's stock length (lossless headroom depends on it)
 
 
 @dataclass(frozen=True, slots=True)
