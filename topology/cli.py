@@ -409,6 +409,40 @@ def drift(
                                     full=full or not full_after, full_after=timedelta(hours=full_after)))
 
 
+# ---- before a push: the switch OS's own rules (topology/render/switches/nvue_model.py) ----------
+@app.command("check-nvue")
+def check_nvue(
+    stack: StackOpt = None,
+    spec: SpecOpt = None,
+    project_dir: ProjectOpt = Path("."),
+    plan_dir: Annotated[Optional[Path], typer.Option(help="the plan's folder (default build/<name>/)")] = None,  # noqa: UP045
+) -> None:
+    """Check every NVUE startup.yaml of the plan (switches/*/startup.yaml, as `plan` wrote them)
+    against NVIDIA's NVUE object model for the spec's switch_software.cumulus_release, refusing
+    keys the model does not have. Exit 0 all accepted, 1 a file refused, 2 errors."""
+    from topology.render.switches import SUBDIR
+    from topology.render.switches.nvue_model import NvueModelUnavailable, check_plan_files
+
+    name, pod = load(stack, spec, project_dir)
+    release = pod.switch_software.cumulus_release
+    folder = (plan_dir or project_dir / "build" / name) / SUBDIR
+    if not folder.is_dir():
+        fail(SpecError("--plan-dir", f"no {folder}: run `superpod plan` first"))
+    try:
+        results = check_plan_files(folder, release)
+    except NvueModelUnavailable as e:
+        fail(SpecError("nvueschema", f"{e}: pip install 'superpod[nvue]'"))
+    if not results:
+        fail(SpecError("--plan-dir", f"no startup.yaml under {folder} (no switch runs Cumulus)"))
+    bad = {f: errs for f, errs in results.items() if errs}
+    for f, errs in bad.items():
+        for e in errs:
+            err.print(Text.assemble((f, "bold"), f": {e}"))
+    console.print(f"Cumulus Linux {release} NVUE model: {len(results) - len(bad)} of {len(results)} "
+                  f"startup.yaml accepted", highlight=False)
+    raise typer.Exit(1 if bad else 0)
+
+
 # ---- bring-up: validate the cabling against the plan (topology/operate/validate) ---------------
 @app.command()
 def validate(
