@@ -8,8 +8,6 @@ import csv
 from dataclasses import dataclass
 from pathlib import Path
 
-import yaml
-
 from topology.errors import SpecError
 
 
@@ -66,23 +64,21 @@ class AcceptPlan:
         return pairs
 
 
-def load_plan(inventory_dir: Path, labels_csv: Path | None, only: set[str] | None = None) -> AcceptPlan:
-    hosts_file = inventory_dir / "hosts.yml"
+def node_plan(name: str, hv: dict) -> NodePlan:
     try:
-        doc = yaml.safe_load(hosts_file.read_text(encoding="utf-8")) or {}
-    except OSError as e:
-        raise SpecError("--stack", f"cannot read {hosts_file}: {e.strerror}; run `superpod plan` first") from None
-    hosts = ((doc.get("all") or {}).get("children") or {}).get("gpu_nodes", {}).get("hosts") or {}
-    nodes = {}
-    for name, hv in hosts.items():
-        if only is not None and name not in only:
-            continue
-        nodes[name] = NodePlan(
+        return NodePlan(
             name=name, su=int(hv["superpod_su"]), rack=hv.get("superpod_rack", "rack ?"),
             model=hv["superpod_node_model"], gpu_count=int(hv["superpod_gpu_count"]),
             rails=tuple(Rail(int(r["rail"]), int(r["gpu"]), r["hca"], r["netdev"], r["leaf"], r["leaf_port"])
                         for r in hv.get("rails") or ()),
         )
+    except (KeyError, TypeError, ValueError) as e:
+        raise SpecError("--stack", f"host {name} lacks the plan's variable {e} (superpod_su, "
+                                   "superpod_node_model, superpod_gpu_count, rails): regenerate the inventory "
+                                   "with `superpod plan`") from None
+
+
+def load_cables(labels_csv: Path | None) -> dict[tuple[str, str], str]:
     cables: dict[tuple[str, str], str] = {}
     if labels_csv is not None and labels_csv.is_file():
         with labels_csv.open(encoding="utf-8", newline="") as f:
@@ -90,4 +86,9 @@ def load_plan(inventory_dir: Path, labels_csv: Path | None, only: set[str] | Non
                 cid = row["cable_id"].partition(".")[0]  # a twin-fibre link's labels share the ID
                 cables.setdefault((row["a_device"], row["a_port"]), cid)
                 cables.setdefault((row["b_device"], row["b_port"]), cid)
-    return AcceptPlan(nodes, cables)
+    return cables
+
+
+def load_plan(host_vars: dict[str, dict], labels_csv: Path | None) -> AcceptPlan:
+    """`host_vars`: each GPU node's variables as the inventory (and its overlays) give them."""
+    return AcceptPlan({name: node_plan(name, hv) for name, hv in host_vars.items()}, load_cables(labels_csv))
