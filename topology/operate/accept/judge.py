@@ -35,8 +35,8 @@ class Work:
     action: str
 
     def line(self) -> str:
-        cable = f", cable {self.cable}" if self.cable else ""
-        return f"{self.rack}, {self.node} {self.part}{cable}: {self.action}"
+        where = f"{self.node} {self.part}".rstrip() + (f", cable {self.cable}" if self.cable else "")
+        return f"{self.rack}, {where}: {self.action}"
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,11 @@ class Check:
 def _read(path: Path) -> tuple[str | None, str]:
     """(text, why missing): the tool's output, or why there is none."""
     failed = path.with_name(path.name + ".failed")
-    if failed.is_file():
-        return None, failed.read_text(encoding="utf-8", errors="replace").strip().splitlines()[0][:300]
+    if failed.is_file():  # "exit N: stderr" then stdout: the exit code and the last words said
+        lines = [x.strip() for x in failed.read_text(encoding="utf-8", errors="replace").splitlines() if x.strip()]
+        head = lines[0] if lines else "failed"
+        said = next((x for x in reversed(lines[1:]) if not x.startswith("#")), "")
+        return None, f"{head} {said}".strip()[:300]
     if not path.is_file():
         return None, "no output: the host was unreachable or an earlier step failed (see the run's stdout)"
     return path.read_text(encoding="utf-8", errors="replace"), ""
@@ -173,6 +176,10 @@ def _nvbandwidth(n: NodePlan, base: Path, fig: Figures, fail) -> list[Check]:
             fail(f"nvbandwidth {label}", f"{name}: {case.status if case else 'not run'}", exp.text())
             continue
         per_gpu = case.per_gpu_worst() if pairs else case.per_column()
+        if len(per_gpu) != n.gpu_count:  # CUDA numbers the GPUs it sees 0..n-1: a lost one shifts the rest
+            fail(f"nvbandwidth {label}", f"measured {len(per_gpu)} GPUs, the plan has {n.gpu_count}", exp.text(),
+                 (_node_work(n, "", f"nvbandwidth saw {len(per_gpu)} of {n.gpu_count} GPUs: see GPU health"),))
+            continue
         slow = {g: v for g, v in per_gpu.items() if v < exp.value}
         worst = min(per_gpu.values()) if per_gpu else 0.0
         out.append(Check("node", n.name, f"nvbandwidth {label}", f"min {worst:.1f} GB/s over {len(per_gpu)} GPUs",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -27,7 +28,12 @@ def targeted_hosts(req: RunRequest) -> dict[str, dict]:
     """The gpu_nodes that --limit selects, as Ansible itself resolves the pattern
     (ansible-inventory), with their variables from the inventory and its overlays (an overlay
     may scale a node, e.g. to the one GPU a test machine has)."""
-    cmd = [str(Path(sys.executable).parent / "ansible-inventory"), "--list", "--export",
+    # ansible-inventory from superpod's environment first, as runs.py finds ansible-playbook
+    exe = shutil.which("ansible-inventory", path=os.pathsep.join([str(Path(sys.executable).parent),
+                                                                  os.environ.get("PATH", "")]))
+    if exe is None:
+        raise SpecError("--stack", "ansible-inventory is not installed (pip install 'superpod[ansible]')")
+    cmd = [exe, "--list", "--export",
            "-i", str(req.inventory_dir), *(a for p in req.overlays for a in ("-i", str(p.resolve())))]
     if req.limit:
         cmd += ["--limit", req.limit]
@@ -81,7 +87,11 @@ def accept(req: RunRequest, console: Console, *, as_json: bool = False, dcgm_lev
     overrides = stack_overrides(req.project_dir, req.stack)
     run_root = new_run_dir(req.runs_root / "accept", "run")
     results = run_root / "results"
-    results.mkdir()
+    # every folder the playbook writes into, made here: a host that turns out unreachable leaves
+    # its folder empty, and shows as FAILs with no output, never as a node nobody asked about
+    for sub in [*(f"node/{n}" for n in plan.nodes), *{f"rail/{r.rail}" for n in plan.nodes.values() for r in n.rails},
+                "su"]:
+        (results / sub).mkdir(parents=True, exist_ok=True)
     extra = run_root / "extravars.yml"  # a file, so the run's record shows what it was given
     extra.write_text(yaml.safe_dump(extravars(plan, results, dcgm_level, rails)), encoding="utf-8")
     outcome = run_playbook(replace(req, kind="accept", extra_vars_file=extra))
