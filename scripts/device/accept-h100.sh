@@ -50,7 +50,7 @@ BUS=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | sed 's
 } > "$O/host-facts.txt" 2>&1
 cat "$O/host-facts.txt"
 
-log nvbandwidth; timeout 120 "$W/nvbandwidth/nvbandwidth" > "$O/nvbandwidth.txt" 2>&1; echo "rc $?"
+log nvbandwidth; timeout 60 "$W/nvbandwidth/nvbandwidth" > "$O/nvbandwidth.txt" 2>&1; echo "rc $?"
 timeout 60 "$W/nvbandwidth/nvbandwidth" -j -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce \
   -t device_to_device_memcpy_read_ce > "$O/nvbandwidth.json" 2>&1; echo "rc $?"
 log all_reduce_perf; timeout 90 "$W/nccl-tests/build/all_reduce_perf" -b 8 -e 8G -f 2 -g 1 > "$O/all_reduce_perf-1gpu.txt" 2>&1; echo "rc $?"
