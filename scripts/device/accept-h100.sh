@@ -10,12 +10,14 @@ P=$(cd .. && pwd)
 O=${OUT:-/tmp/accept-out}
 W=/tmp/acc
 mkdir -p "$O" "$W"
-exec > >(tee "$O/device-log.txt") 2>&1
+# (no `exec > >(tee ...)`: bash's `wait` waits for a process substitution too, and tee never ends)
 log() { echo "== $(date -u +%T) $*"; }
 log start; nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader
 
+left() { echo $(( ${BUDGET:-125} - SECONDS )); }  # seconds left of the run's budget
 ( python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$P"/whl/*.whl \
   > "$W/pip.log" 2>&1; echo "pip rc $?" >> "$W/pip.log" ) &
+PIP=$!
 
 # nccl-tests against the system NCCL (headers in /usr/include, library in /usr/lib/x86_64-linux-gnu)
 mkdir -p "$W/nccl/include" "$W/nccl/lib" "$W/nccl-tests" "$W/nvbandwidth"
@@ -24,6 +26,7 @@ tar xzf "$P/vendor/nccl-tests-2.19.6.tar.gz" -C "$W/nccl-tests" --strip-componen
 ( cd "$W/nccl-tests" && /usr/bin/time -f "nccl-tests build %e s" make -j10 CUDA_HOME=/usr/local/cuda \
   NCCL_HOME="$W/nccl" NVCC_GENCODE="-gencode=arch=compute_90,code=sm_90" > "$W/nccl-build.log" 2>&1;
   echo "nccl-tests make rc $?" >> "$W/nccl-build.log" ) &
+NCCLB=$!
 
 # nvbandwidth: what its CMakeLists builds, by hand (Boost program_options static, NVML and the driver API)
 tar xzf "$P/vendor/nvbandwidth-0.8.tar.gz" -C "$W/nvbandwidth" --strip-components=1
@@ -35,10 +38,7 @@ NVMLLIB=$(ldconfig -p | awk '/libnvidia-ml.so.1 /{print $NF; exit}')
   /usr/local/cuda/bin/nvcc -O3 -std=c++17 -arch=sm_90 -I. -c kernels.cu -o kernels.o; wait;
   g++ -o nvbandwidth ./*.o "$P/vendor/libboost_program_options.a" -L/usr/local/cuda/lib64 -lcudart_static \
     "$CUDALIB" "$NVMLLIB" -lpthread -ldl -lrt && echo "nvbandwidth build $(( $(date +%s) - start )) s" ) > "$W/nvb-build.log" 2>&1 &
-wait
-log builds done; tail -3 "$W/nccl-build.log" "$W/nvb-build.log" "$W/pip.log"
-cat "$W/nccl-build.log" | tail -20; cat "$W/nvb-build.log"
-
+NVBB=$!
 # Facts for other checks: the GPU's PCIe link from sysfs, boot id, python apt bindings
 BUS=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | sed 's/^0000//' | tr 'A-F' 'a-f')
 { echo "## GPU $BUS: /sys/bus/pci/devices/$BUS/{current,max}_link_{speed,width}"
@@ -49,18 +49,23 @@ BUS=$(nvidia-smi --query-gpu=pci.bus_id --format=csv,noheader | head -1 | sed 's
   echo "## command -v dcgmi ib_write_bw mpirun"; for t in dcgmi ib_write_bw mpirun; do echo "$t: $(command -v $t || echo absent)"; done
 } > "$O/host-facts.txt" 2>&1
 cat "$O/host-facts.txt"
+wait $PIP $NCCLB $NVBB
+log builds done; tail -3 "$W/nccl-build.log" "$W/nvb-build.log" "$W/pip.log"
+cat "$W/nccl-build.log" | tail -20; cat "$W/nvb-build.log"
 
-log nvbandwidth; timeout 60 "$W/nvbandwidth/nvbandwidth" > "$O/nvbandwidth.txt" 2>&1; echo "rc $?"
-timeout 60 "$W/nvbandwidth/nvbandwidth" -j -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce \
+
+log nvbandwidth; timeout 25 "$W/nvbandwidth/nvbandwidth" -j -t host_to_device_memcpy_ce -t device_to_host_memcpy_ce \
   -t device_to_device_memcpy_read_ce > "$O/nvbandwidth.json" 2>&1; echo "rc $?"
-log all_reduce_perf; timeout 90 "$W/nccl-tests/build/all_reduce_perf" -b 8 -e 8G -f 2 -g 1 > "$O/all_reduce_perf-1gpu.txt" 2>&1; echo "rc $?"
+log all_reduce_perf; timeout 25 "$W/nccl-tests/build/all_reduce_perf" -b 8 -e 8G -f 2 -g 1 > "$O/all_reduce_perf-1gpu.txt" 2>&1; echo "rc $?"
 
 log superpod accept
 export PYTHONPATH=/tmp/site:$PWD PATH=/tmp/site/bin:$PATH ANSIBLE_STRATEGY=linear ANSIBLE_HOST_KEY_CHECKING=False
 python3 -m topology.cli plan --stack lab > /dev/null && \
-timeout 240 python3 -m topology.cli accept --stack lab --limit su01-node01 --nodes-only \
+timeout $(( $(left) - 12 )) python3 -m topology.cli accept --stack lab --limit su01-node01 --nodes-only \
   -i scripts/device/h100-overlay.yml --json > "$O/accept.json"; echo "accept rc $?"
 R=$(ls -d .runs/lab/accept/*/ | tail -1)
 tar czf "$O/accept-run.tgz" "$R" .runs/lab/*-accept/artifacts/run/stdout 2>/dev/null
-python3 -m topology.cli accept --help > /dev/null 2>&1 || echo "superpod did not import"
+log "nvbandwidth text ($(left) s left)"
+[ "$(left)" -gt 8 ] && timeout $(( $(left) - 3 )) "$W/nvbandwidth/nvbandwidth" -t host_to_device_memcpy_ce \
+  -t device_to_host_memcpy_ce -t device_local_copy > "$O/nvbandwidth.txt" 2>&1
 log end
