@@ -43,7 +43,7 @@ def nvidia_smi(args):
 def nvbandwidth(args):
     n = len(gpus_of(NODE))  # CUDA renumbers what is left: 0..n-1
     cases = []
-    for name in [a.split("=", 1)[1] for a in args if a.startswith("-t=")]:
+    for name in [args[i + 1] for i, a in enumerate(args) if a == "-t"]:
         if name == "device_to_device_memcpy_read_ce":
             m = [["N/A" if i == j else f"{HEALTHY['d2d']}" for j in range(n)] for i in range(n)]
             desc = "memcpy CE GPU(row) <- GPU(column) bandwidth (GB/s)"
