@@ -159,3 +159,21 @@ def test_cable_ids_from_labels_csv(tmp_path):
                       "swp1\nLS-000007.1,su01-leaf-rail0,swp33,spine-01,swp1\n")
     cables = load_cables(labels)
     assert cables[("su01-node01", "enp24s0np0")] == "NL-000001" and cables[("spine-01", "swp1")] == "LS-000007"
+
+
+# ---- bad input --------------------------------------------------------------------------------
+def test_accept_bad_input_names_the_field(tmp_path):
+    from typer.testing import CliRunner
+
+    from tests.conftest import ROOT
+    from topology.cli import app
+
+    runner = CliRunner()
+    r = runner.invoke(app, ["accept", "--stack", "nosuch", "-C", str(tmp_path)])
+    assert r.exit_code == 2 and "--stack" in r.stderr and "superpod plan" in r.stderr
+    for name in ("ansible.cfg", "roles", "playbooks", "Pulumi.lab.yaml"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    assert runner.invoke(app, ["plan", "--stack", "lab", "-C", str(tmp_path)]).exit_code == 0
+    r = runner.invoke(app, ["accept", "--stack", "lab", "-C", str(tmp_path), "--limit", "spine-*"])
+    assert r.exit_code == 2 and "--limit: selects no GPU node of stack lab" in r.stderr
+    assert not (tmp_path / ".runs").exists()  # nothing half-written

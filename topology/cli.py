@@ -377,6 +377,8 @@ def accept(
     try:
         code = run_accept(req, console, as_json=json_out, dcgm_level=dcgm_level, rails=not nodes_only,
                           plan_dir=plan_dir)
+    except SpecErrors as e:  # the stack file's acceptance overrides
+        fail(e.errors)
     except SpecError as e:
         fail(e)
     raise typer.Exit(code)
