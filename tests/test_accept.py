@@ -183,5 +183,6 @@ def test_rail_pairs_cover_every_node_of_an_odd_su():
     rails = tuple(Rail(r, r, f"mlx5_{r}", f"enp{r}", f"su01-leaf-rail{r}", "swp1") for r in range(2))
     nodes = {f"su01-node0{i}": NodePlan(f"su01-node0{i}", 1, "rack-a02", "dgx-h100", 8, rails) for i in (1, 2, 3)}
     pairs = AcceptPlan(nodes, {}).rail_pairs()
-    assert pairs == [(1, 0, "su01-node01", "su01-node02"), (1, 0, "su01-node01", "su01-node03"),
-                     (1, 1, "su01-node01", "su01-node02"), (1, 1, "su01-node01", "su01-node03")]
+    # node01 serves node03 in a second round: one pair per NIC at a time
+    assert pairs == [(1, 0, "su01-node01", "su01-node02", 0), (1, 0, "su01-node01", "su01-node03", 1),
+                     (1, 1, "su01-node01", "su01-node02", 0), (1, 1, "su01-node01", "su01-node03", 1)]

@@ -225,7 +225,7 @@ def _node_all_reduce(n: NodePlan, base: Path, fig: Figures, fail) -> list[Check]
 
 def rail_checks(plan: AcceptPlan, folder: Path, figs: dict[str, Figures]) -> list[Check]:
     out = []
-    for su, rail, a, b in plan.rail_pairs():
+    for su, rail, a, b, _ in plan.rail_pairs():
         na, nb = plan.nodes[a], plan.nodes[b]
         exp = figs[na.model].rail_write_bw()
         subject = f"su{su:02d} rail {rail} {a}<->{b}"

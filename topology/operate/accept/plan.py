@@ -48,18 +48,20 @@ class AcceptPlan:
             out.setdefault(n.su, []).append(n.name)
         return {su: sorted(names) for su, names in sorted(out.items())}
 
-    def rail_pairs(self) -> list[tuple[int, int, str, str]]:
-        """(su, rail, server, client): the SU's nodes paired in name order under each rail leaf; an
-        odd node out is paired with the SU's first node, so every node's every rail is measured."""
+    def rail_pairs(self) -> list[tuple[int, int, str, str, int]]:
+        """(su, rail, server, client, round): the SU's nodes paired in name order under each rail
+        leaf, all in round 0; an odd node out is paired with the SU's first node in round 1, after
+        round 0 (sharing a NIC with another pair at once would halve both), so every node's every
+        rail is measured on its own."""
         pairs = []
         for su, names in self.sus().items():
             if len(names) < 2:
                 continue
-            couples = list(zip(names[0::2], names[1::2], strict=False))  # odd: the last waits
+            couples = [(a, b, 0) for a, b in zip(names[0::2], names[1::2], strict=False)]  # odd: the last waits
             if len(names) % 2:
-                couples.append((names[0], names[-1]))
+                couples.append((names[0], names[-1], 1))
             rails = sorted({r.rail for n in names for r in self.nodes[n].rails})
-            pairs += [(su, rail, a, b) for rail in rails for a, b in couples
+            pairs += [(su, rail, a, b, rnd) for rail in rails for a, b, rnd in couples
                       if self.nodes[a].rail(rail) and self.nodes[b].rail(rail)]
         return pairs
 

@@ -52,8 +52,8 @@ def targeted_hosts(req: RunRequest) -> dict[str, dict]:
 
 
 def extravars(plan: AcceptPlan, results: Path, dcgm_level: int, rails: bool) -> dict:
-    pairs = [{"su": su, "rail": rail, "server": a, "client": b, "port": RAIL_PORT_BASE + i}
-             for i, (su, rail, a, b) in enumerate(plan.rail_pairs())] if rails else []
+    pairs = [{"su": su, "rail": rail, "server": a, "client": b, "port": RAIL_PORT_BASE + i, "round": rnd}
+             for i, (su, rail, a, b, rnd) in enumerate(plan.rail_pairs())] if rails else []
     groups = [{"name": f"su{su:02d}", "nodes": names} for su, names in plan.sus().items() if len(names) > 1]
     if len(plan.sus()) > 1:
         groups.append({"name": "pod", "nodes": sorted(plan.nodes)})
