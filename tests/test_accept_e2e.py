@@ -49,6 +49,7 @@ def accepted(tmp_path_factory):
     (proj / "scenario.json").write_text(json.dumps(scenario))
     overlay = {"all": {"vars": {
         "ansible_connection": "local", "ansible_python_interpreter": sys.executable, "acceptance_node_check": False,
+        "acceptance_install": False,  # no CUDA or internet here: the role's install is molecule's and the H100's
         **{f"acceptance_{k}": str(FAKES / t) for k, t in (("nvidia_smi", "nvidia-smi"), ("nvbandwidth", "nvbandwidth"),
                                                           ("all_reduce_perf", "all_reduce_perf"),
                                                           ("ib_write_bw", "ib_write_bw"), ("mpirun", "mpirun"))},
