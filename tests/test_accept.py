@@ -186,3 +186,17 @@ def test_rail_pairs_cover_every_node_of_an_odd_su():
     # node01 serves node03 in a second round: one pair per NIC at a time
     assert pairs == [(1, 0, "su01-node01", "su01-node02", 0), (1, 0, "su01-node01", "su01-node03", 1),
                      (1, 1, "su01-node01", "su01-node02", 0), (1, 1, "su01-node01", "su01-node03", 1)]
+
+
+def test_dcgmi_failing_exit_still_names_the_failed_test(tmp_path):
+    # the layout is DCGM's -j JSON as this parser reads it (no DCGM on the real node to capture it)
+    folder = results_from(tmp_path, {"gpus.xml": "nvidia-smi-q.xml", "nvbandwidth.json": "nvbandwidth-j.json",
+                                     "all_reduce.txt": "nccl-tests-all_reduce_perf-1gpu-8G.txt"})
+    node = folder / "node" / "su01-node01"
+    (node / "dcgmi.absent").unlink()
+    (node / "dcgmi.json.failed").write_text("exit 226: \n" + json.dumps({"DCGM GPU Diagnostic": {"test_categories": [
+        {"category": "Hardware", "tests": [{"name": "Memory", "results": [{"gpu_id": "0", "status": "Fail",
+                                                                           "info": "DBE detected"}]}]}]}}))
+    (check,) = [c for c in node_checks(ONE_GPU, folder, Figures("hgx-h100-8x400g")) if c.check == "dcgmi diag"]
+    assert check.verdict == FAIL and "Memory: DBE detected" in check.detail
+    assert [w.action for w in check.work] == ["dcgmi diag Memory failed: DBE detected"]

@@ -137,7 +137,16 @@ def node_checks(n: NodePlan, folder: Path, fig: Figures) -> list[Check]:
     if absent.is_file():
         out.append(Check("node", n.name, "dcgmi diag", "-", "all Pass", SKIP, "DCGM is not installed on the node"))
     elif text is None:
-        fail("dcgmi diag", why, "all Pass")
+        # dcgmi exits non-zero when a test fails: its JSON (after the exit line) names which
+        failed_text = (base / "dcgmi.json.failed").read_text(encoding="utf-8", errors="replace") \
+            if (base / "dcgmi.json.failed").is_file() else ""
+        try:
+            bad = [r for r in parse.dcgmi_diag(failed_text) if r.status == "Fail"] if "{" in failed_text else []
+        except parse.ParseError:
+            bad = []
+        detail = "; ".join(f"{r.name}: {r.info}" for r in bad) or why
+        fail("dcgmi diag", f"{why.split(':')[0]}: {detail}" if bad else why, "all Pass",
+             tuple(_node_work(n, "", f"dcgmi diag {r.name} failed: {r.info}") for r in bad))
     else:
         try:
             results = parse.dcgmi_diag(text)
