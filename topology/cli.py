@@ -443,6 +443,41 @@ def check_nvue(
     raise typer.Exit(1 if bad else 0)
 
 
+# ---- bring-up: acceptance of nodes, rails and SUs (topology/operate/accept) ------------------
+@app.command()
+def accept(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    project_dir: ProjectOpt = Path("."),
+    inventory_overlay: OverlayOpt = None,
+    limit: LimitOpt = None,
+    runs_dir: RunsOpt = None,
+    vault_password_file: VaultOpt = None,
+    forks: ForksOpt = None,
+    plan_dir: Annotated[Optional[Path], typer.Option(help="where labels.csv is (default build/<stack>/)")] = None,  # noqa: UP045
+    dcgm_level: Annotated[int, typer.Option("--dcgm-level", min=2, max=3, help="dcgmi diag -r: 2, or 3 (long)")] = 2,
+    nodes_only: Annotated[bool, typer.Option("--nodes-only", help="per-node checks only: no rail or SU runs")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="the verdicts as JSON on stdout")] = False,
+    playbook: Annotated[Optional[Path], typer.Option("--playbook", help="instead of playbooks/accept.yml")] = None,  # noqa: UP045
+) -> None:
+    """Measure each node (node_check, GPU health, dcgmi diag, nvbandwidth, all_reduce over NVLink),
+    each rail (ib_write_bw between nodes under one rail leaf) and each SU and the pod (all_reduce
+    over MPI) against the plan's figures; a table per scope and a work list naming node, GPU or
+    NIC and cable. Results in .runs/<stack>/accept/. Exit 0 all pass, 1 a check failed, 2 error."""
+    from topology.operate.accept.run import accept as run_accept
+
+    JSON_ERRORS.set(json_out)
+    req = _run_request(stack, project_dir, inventory_overlay, limit, None, runs_dir, vault_password_file, forks,
+                       "accept", playbook or project_dir / "playbooks" / "accept.yml")
+    try:
+        code = run_accept(req, console, as_json=json_out, dcgm_level=dcgm_level, rails=not nodes_only,
+                          plan_dir=plan_dir)
+    except SpecErrors as e:  # the stack file's acceptance overrides
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
+    raise typer.Exit(code)
+
+
 # ---- bring-up: validate the cabling against the plan (topology/operate/validate) ---------------
 @app.command()
 def validate(

@@ -376,6 +376,19 @@ class SwitchServices(_Spec):
         lambda v: [_address(a) for a in v])
 
 
+Efficiency = Annotated[float, Field(gt=0, le=1)]
+
+
+class AcceptanceSpec(_Spec):
+    """Overrides of what `superpod accept` expects (the catalog's `acceptance` section)."""
+
+    efficiency: dict[Literal["hbm_copy", "pcie_copy", "nvlink_all_reduce", "rail_write_bw", "network_all_reduce"],
+                     Efficiency] = Field(default_factory=dict, description="pass threshold as a share of the peak")
+    expected: dict[Literal["hbm_copy_gbs", "pcie_copy_gbs", "node_all_reduce_busbw_gbs", "rail_write_bw_gbps",
+                           "network_all_reduce_busbw_gbs"], Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="pass thresholds as absolute figures (GB/s, Gb/s for rails)")
+
+
 class PodSpec(_Spec):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
     node_model: str
@@ -395,6 +408,8 @@ class PodSpec(_Spec):
     spares_percent: float = Field(
         0.0, ge=0, le=100, description="bill of materials: spare cables and optics, percent of planned (rounded up)"
     )
+    acceptance: AcceptanceSpec = Field(default_factory=AcceptanceSpec,
+                                       description="what `superpod accept` expects, over the catalog's figures")
 
     _node = field_validator("node_model")(lambda v: _known("nodes", v))
 

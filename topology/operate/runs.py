@@ -53,6 +53,7 @@ class RunRequest:
     runs_dir: Path | None = None  # default <project_dir>/.runs
     playbook: Path | None = None  # default <project_dir>/site.yml
     env: tuple[tuple[str, str], ...] = ()  # more settings for ansible-playbook's environment (no secrets)
+    extra_vars_file: Path | None = None  # -e @FILE: what superpod computed for the playbook (accept), no secrets
 
     @property
     def runs_root(self) -> Path:
@@ -146,6 +147,8 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         cmdline += ["--check", "--diff"]
     if req.vault_password_file:
         cmdline += ["--vault-password-file", str(req.vault_password_file.resolve())]
+    if req.extra_vars_file:
+        cmdline += ["-e", f"@{req.extra_vars_file.resolve()}"]
     facts_dir = req.runs_root / "facts"  # one fact cache per stack, next to its runs
     envvars = {
         "ANSIBLE_CONFIG": str(project_dir / "ansible.cfg"),
