@@ -10,7 +10,8 @@ and SONiC's own checks of the files are not emulated (the files are checked by
 tests/test_switches*.py). Asserted: the rendered configuration lands whole (SONiC keeps the
 tables the plan does not own), a second apply changes nothing, drift is clean, hand edits on both
 switches are found by drift with their diffs and left alone, a SONiC push the switch refuses puts
-the previous files back, and a change of frr.conf alone is applied by FRR's reload.
+the previous files back, a change of frr.conf alone is applied by FRR's reload, and a ConfigDB
+change the config updater can make goes through `config apply-patch` (no reload).
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def switches(tmp_path_factory):
     write_all(render_switch_configs(build(spec_with("lab", compute_fabric={"switch_os": "sonic"})), tmp / "sonic"))
     sw.cumulus_dir = ROOT / "build" / "lab" / "switches" / CUMULUS
     planned = {CUMULUS: yaml.safe_load((sw.cumulus_dir / "startup.yaml").read_text())[0]["set"]["interface"]["eth0"]
-               ["ip"]["address"]}
+               ["ipv4"]["address"]}
     oob = {h: ipaddress.ip_interface(next(iter(a))) for h, a in planned.items()}
     oob[SONIC] = ipaddress.ip_interface(next(k.split("|")[1] for k in json.loads(
         (sw.sonic_dir / "config_db.json").read_text())["MGMT_INTERFACE"]))
@@ -124,7 +125,7 @@ def switches(tmp_path_factory):
         pub = key.with_suffix(".pub").read_text().strip()
         known, sw.connection = [], {}
         for host, name in sw.containers.items():
-            for tool in ("nv", "config", "sonic-cfggen", "frr-reload", "sonic-init"):
+            for tool in ("nv", "config", "sonic-cfggen", "frr-reload", "sonic-init", "vtysh"):
                 docker("cp", str(STANDINS / tool), f"{name}:/usr/local/bin/{tool}")
             sw.sh(host, f"install -d -m 700 /root/.ssh && echo '{pub}' > /root/.ssh/authorized_keys"
                         " && systemctl start ssh.service")
@@ -245,4 +246,15 @@ d["INTERFACE"]["Ethernet0|192.0.2.1/31"] = {}; json.dump(d, open(p, "w"))'""")
     assert holds_plan(json.loads(sw.read(SONIC, "/var/lib/fake-sonic/configdb.json")), planned_db)
     assert sw.read(SONIC, "/var/lib/fake-sonic/frr-running.conf") == (sw.sonic_dir / "frr.conf").read_text()
     assert sw.read(SONIC, "/var/lib/fake-sonic/calls").split("\n")[-2] == "frr-reload"
-    print(f"switch push test: {time.monotonic() - t0:.0f} s for 6 superpod runs")
+
+    # 7. a ConfigDB change the config updater can make goes in place (config apply-patch, no reload)
+    sw.sh(SONIC, """python3 -c 'import json; p="/var/lib/fake-sonic/configdb.json"; d=json.load(open(p));
+port=sorted(d["PORT"])[0]; d["PORT"][port]["mtu"]="1500"; d["INTERFACE"]["Ethernet0|192.0.2.1/31"]={};
+json.dump(d, open(p, "w"))'""")
+    proc = sw.superpod("apply", limit=SONIC)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    running_db = json.loads(sw.read(SONIC, "/var/lib/fake-sonic/configdb.json"))
+    assert {t: running_db[t] for t in planned_db} == planned_db
+    assert json.loads(sw.read(SONIC, "/etc/sonic/config_db.json")) == running_db
+    assert sw.read(SONIC, "/var/lib/fake-sonic/calls").split("\n")[-2] == "config apply-patch"
+    print(f"switch push test: {time.monotonic() - t0:.0f} s for 7 superpod runs")

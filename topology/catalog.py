@@ -240,6 +240,27 @@ class Assembly(_Entry):
         return self.part.format(len=length_code(length_m))
 
 
+class Figure(_Entry):
+    """A number and where it comes from (a datasheet, a standard, or a stated assumption)."""
+
+    value: float
+    source: str
+
+
+class GpuFigures(_Entry):
+    hbm_gbs: Figure  # memory bandwidth
+    nvlink_gbs: Figure | None = None  # NVLink per GPU, each direction
+    pcie_gbs: Figure  # host link, each direction
+
+
+class Acceptance(_Entry):
+    """Peaks and pass efficiencies `superpod accept` checks against (topology/operate/accept)."""
+
+    gpus: dict[str, GpuFigures]
+    efficiency: dict[Literal["hbm_copy", "pcie_copy", "nvlink_all_reduce", "rail_write_bw",
+                             "network_all_reduce"], Figure]
+
+
 class Catalog(_Entry):
     gpus: dict[str, Gpu]
     nodes: dict[str, NodeModel]
@@ -251,6 +272,7 @@ class Catalog(_Entry):
     optics: tuple[Optic, ...]
     fibres: tuple[Fibre, ...] = ()
     assemblies: tuple[Assembly, ...] = ()
+    acceptance: Acceptance
 
 
 # Catalog files layered over the packaged one (`--catalog FILE`, a stack's `superpod:catalog`):

@@ -488,13 +488,17 @@ def apply(
     progress: ProgressOpt = None,
     full: FullOpt = False,
     full_after: FullAfterOpt = 24.0,
+    canary: Annotated[Optional[str], typer.Option("--canary", help="an Ethernet switch pushed and health-gated "  # noqa: UP045
+                                                  "alone before the rollout's batches")] = None,
     json_out: Annotated[bool, typer.Option("--json", help="per-host results as JSON on stdout "
                                            "(progress and tables go to stderr)")] = False,
 ) -> None:
     """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
     run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error.
     A host a full apply converged with the same playbook, roles and inventory within --full-after
-    hours is skipped when its record (files, units, sysctls, modules, packages) checks clean now."""
+    hours is skipped when its record (files, units, sysctls, modules, packages) checks clean now.
+    Switches go in the plan's rollout batches with a health gate after each push; the first
+    failure stops the run and names the switches changed and those left untouched."""
     from datetime import timedelta
 
     from topology.operate import commands
@@ -504,7 +508,7 @@ def apply(
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
                        "apply", playbook, fresh_facts, inventory)
     _operate(lambda: commands.apply(req, console, progress, full=full or not full_after,
-                                    full_after=timedelta(hours=full_after), as_json=json_out))
+                                    full_after=timedelta(hours=full_after), canary=canary, as_json=json_out))
 
 
 @app.command()
@@ -548,6 +552,75 @@ def drift(
         _operate(lambda: commands.quick_drift(req, console, as_json=json_out, progress=progress))
     _operate(lambda: commands.drift(req, console, as_json=json_out, fix=fix, progress=progress,
                                     full=full or not full_after, full_after=timedelta(hours=full_after)))
+
+
+# ---- before a push: the switch OS's own rules (topology/render/switches/nvue_model.py) ----------
+@app.command("check-nvue")
+def check_nvue(
+    stack: StackOpt = None,
+    spec: SpecOpt = None,
+    project_dir: ProjectOpt = Path("."),
+    plan_dir: Annotated[Optional[Path], typer.Option(help="the plan's folder (default build/<name>/)")] = None,  # noqa: UP045
+) -> None:
+    """Check every NVUE startup.yaml of the plan (switches/*/startup.yaml, as `plan` wrote them)
+    against NVIDIA's NVUE object model for the spec's switch_software.cumulus_release, refusing
+    keys the model does not have. Exit 0 all accepted, 1 a file refused, 2 errors."""
+    from topology.render.switches import SUBDIR
+    from topology.render.switches.nvue_model import NvueModelUnavailable, check_plan_files
+
+    name, pod = load(stack, spec, project_dir)
+    release = pod.switch_software.cumulus_release
+    folder = (plan_dir or project_dir / "build" / name) / SUBDIR
+    if not folder.is_dir():
+        fail(SpecError("--plan-dir", f"no {folder}: run `superpod plan` first"))
+    try:
+        results = check_plan_files(folder, release)
+    except NvueModelUnavailable as e:
+        fail(SpecError("nvueschema", f"{e}: pip install 'superpod[nvue]'"))
+    if not results:
+        fail(SpecError("--plan-dir", f"no startup.yaml under {folder} (no switch runs Cumulus)"))
+    bad = {f: errs for f, errs in results.items() if errs}
+    for f, errs in bad.items():
+        for e in errs:
+            err.print(Text.assemble((f, "bold"), f": {e}"))
+    console.print(f"Cumulus Linux {release} NVUE model: {len(results) - len(bad)} of {len(results)} "
+                  f"startup.yaml accepted", highlight=False)
+    raise typer.Exit(1 if bad else 0)
+
+
+# ---- bring-up: acceptance of nodes, rails and SUs (topology/operate/accept) ------------------
+@app.command()
+def accept(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    project_dir: ProjectOpt = Path("."),
+    inventory_overlay: OverlayOpt = None,
+    limit: LimitOpt = None,
+    runs_dir: RunsOpt = None,
+    vault_password_file: VaultOpt = None,
+    forks: ForksOpt = None,
+    plan_dir: Annotated[Optional[Path], typer.Option(help="where labels.csv is (default build/<stack>/)")] = None,  # noqa: UP045
+    dcgm_level: Annotated[int, typer.Option("--dcgm-level", min=2, max=3, help="dcgmi diag -r: 2, or 3 (long)")] = 2,
+    nodes_only: Annotated[bool, typer.Option("--nodes-only", help="per-node checks only: no rail or SU runs")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="the verdicts as JSON on stdout")] = False,
+    playbook: Annotated[Optional[Path], typer.Option("--playbook", help="instead of playbooks/accept.yml")] = None,  # noqa: UP045
+) -> None:
+    """Measure each node (node_check, GPU health, dcgmi diag, nvbandwidth, all_reduce over NVLink),
+    each rail (ib_write_bw between nodes under one rail leaf) and each SU and the pod (all_reduce
+    over MPI) against the plan's figures; a table per scope and a work list naming node, GPU or
+    NIC and cable. Results in .runs/<stack>/accept/. Exit 0 all pass, 1 a check failed, 2 error."""
+    from topology.operate.accept.run import accept as run_accept
+
+    JSON_ERRORS.set(json_out)
+    req = _run_request(stack, project_dir, inventory_overlay, limit, None, runs_dir, vault_password_file, forks,
+                       "accept", playbook or project_dir / "playbooks" / "accept.yml")
+    try:
+        code = run_accept(req, console, as_json=json_out, dcgm_level=dcgm_level, rails=not nodes_only,
+                          plan_dir=plan_dir)
+    except SpecErrors as e:  # the stack file's acceptance overrides
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
+    raise typer.Exit(code)
 
 
 # ---- bring-up: validate the cabling against the plan (topology/operate/validate) ---------------

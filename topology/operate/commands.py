@@ -10,7 +10,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.markup import escape
 
-from topology.operate import converged, inputs, manifest
+from topology.operate import converged, inputs, manifest, rollout
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.progress import LiveProgress
@@ -71,12 +71,15 @@ def _print_skip(console: Console, skip: Skip, what: str) -> None:
 
 
 def apply(req: RunRequest, console: Console, progress: bool | None = None, full: bool = False,
-          full_after: timedelta = converged.FULL_AFTER, as_json: bool = False) -> int:
+          full_after: timedelta = converged.FULL_AFTER, canary: str | None = None, as_json: bool = False) -> int:
     """Runs site.yml; prints the per-host summary; 0 when every host is ok, 1 when a host
     failed or was unreachable (the others still ran), 2 when ansible itself failed.
     Hosts a full apply converged with the same inputs, checked unchanged now, are skipped
     (topology/operate/converged.py) unless `full`; a run with --tags is never full.
+    `canary`: that switch is pushed (and gated) alone before any other (topology/operate/rollout.py).
     With `as_json` the human lines go to stderr and stdout holds one JSON object (apply_json)."""
+    if canary:
+        req = rollout.with_canary(req, canary)
     if as_json:
         code, result = _apply(req, Console(stderr=True), progress, full, full_after)
         print(json.dumps(apply_json(code, result), indent=1))
@@ -137,6 +140,9 @@ def _apply(req: RunRequest, console: Console, progress: bool | None, full: bool,
     retry = write_retry(outcome.run_dir, bad)
     result = ApplyResult(skip.hosts if skip else [], tallies, problems, str(outcome.run_dir),
                          str(retry) if retry else None)
+    stop = rollout.stopped(req, set(tallies), {h for h, t in tallies.items() if t.changed}, set(bad))
+    if stop:
+        rollout.print_stop(console, stop)
     console.print(totals_line(tallies), highlight=False)
     console.print(f"run: {outcome.run_dir} (events: artifacts/run/job_events, stdout: artifacts/run/stdout)",
                   highlight=False)
