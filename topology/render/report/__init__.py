@@ -160,7 +160,8 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
             geometry.fabric_diagram(layout, "storage", "Storage fabric"),
             geometry.fabric_diagram(layout, "inband", "In-band management", su_links=False),
             geometry.fabric_diagram(layout, "oob", "Out-of-band management", su_links=False,
-                                    level=geometry.OOB_LEVEL, default_level=0, by_su=False),
+                                    level=geometry.OOB_LEVEL, default_level=0, by_su=False,
+                                    level_names={0: "managed devices"}),
         )
         if d
     ]

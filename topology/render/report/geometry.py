@@ -126,7 +126,7 @@ OOB_LEVEL = {"oob_switch": 1, "oob_aggregation": 2, "inband_core": 3}
 
 def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True,
                    level: dict[str, int] | None = None, default_level: int = 1,
-                   by_su: bool = True) -> Diagram | None:
+                   by_su: bool = True, level_names: dict[int, str] | None = None) -> Diagram | None:
     """One box per SU's nodes, SU's leaves, spine block, tier; one line per pair of boxes with
     cables between them, as wide as the log of their count: an 8k pod stays a few dozen boxes."""
     by_name = layout.by_name
@@ -163,7 +163,8 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
     ordered = sorted(boxes.values(), key=lambda b: (b.level, b.order))
     levels = sorted({b.level for b in ordered})
     width, height = _place(ordered, levels)
-    names = [(b.y + BOX_H / 2 + 4, " / ".join(sorted(ROLE_LABEL.get(r, r) for r in level_roles[b.level])))
+    names = [(b.y + BOX_H / 2 + 4, (level_names or {}).get(b.level) or
+              " / ".join(sorted(ROLE_LABEL.get(r, r) for r in level_roles[b.level])))
              for b in {b.level: b for b in ordered}.values()]
     edges = []
     for (ka, kb), n in sorted(pairs.items()):
