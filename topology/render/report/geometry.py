@@ -124,6 +124,27 @@ def _place(boxes: list[Box], levels: list[int]) -> tuple[float, float]:
 OOB_LEVEL = {"oob_switch": 1, "oob_aggregation": 2, "inband_core": 3}
 
 
+def _untangle(ordered: list[Box], levels: list[int], pairs) -> tuple[list[Box], tuple[float, float]]:
+    """Places the levels top-down, each box under the mean position of the boxes above it that it
+    is cabled to (ties keep their order): an SU's in-band leaves sit over that SU's nodes, so lines
+    do not cross the drawing."""
+    size = _place(ordered, levels)
+    above: dict[str, list[Box]] = {}
+    for ka, kb in pairs:
+        a, b = next(x for x in ordered if x.key == ka), next(x for x in ordered if x.key == kb)
+        if a.level != b.level:
+            low, high = (a, b) if a.level < b.level else (b, a)
+            above.setdefault(low.key, []).append(high)
+    for lv in sorted(levels, reverse=True)[1:]:
+        row = [b for b in ordered if b.level == lv]
+        centre = {b.key: (sum(u.x for u in above[b.key]) / len(above[b.key])) if b.key in above else b.x for b in row}
+        row.sort(key=lambda b: centre[b.key])
+        ordered = [b for b in ordered if b.level != lv] + row
+        ordered.sort(key=lambda b: b.level)  # stable: the row keeps its new order
+        size = _place(ordered, levels)
+    return ordered, size
+
+
 def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True,
                    level: dict[str, int] | None = None, default_level: int = 1,
                    by_su: bool = True, level_names: dict[int, str] | None = None) -> Diagram | None:
@@ -162,7 +183,7 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         level_roles.setdefault(boxes[key].level, set()).update(roles)
     ordered = sorted(boxes.values(), key=lambda b: (b.level, b.order))
     levels = sorted({b.level for b in ordered})
-    width, height = _place(ordered, levels)
+    ordered, (width, height) = _untangle(ordered, levels, pairs)
     names = [(b.y + BOX_H / 2 + 4, (level_names or {}).get(b.level) or
               " / ".join(sorted(ROLE_LABEL.get(r, r) for r in level_roles[b.level])))
              for b in {b.level: b for b in ordered}.values()]
