@@ -147,3 +147,29 @@ def test_fabric_lines_carry_counts_and_speeds_and_the_oob_network_is_drawn(roce)
         links = [lk for lk in layout.links if lk.fabric == fabric]
         assert sum(int(n) for n, _ in labels) == len(links)
         assert {int(s) for _, speed in labels for s in re.findall(r"\d+", speed)} == {lk.speed_gbps for lk in links}
+
+
+def crosses(p, q) -> bool:
+    """Two segments cross at a point inside both (lines meeting at a box's edge do not)."""
+    (x1, y1, x2, y2), (x3, y3, x4, y4) = p, q
+
+    def side(ax, ay, bx, by, cx, cy):
+        return (bx - ax) * (cy - ay) - (by - ay) * (cx - ax)
+
+    d1, d2 = side(x3, y3, x4, y4, x1, y1), side(x3, y3, x4, y4, x2, y2)
+    d3, d4 = side(x1, y1, x2, y2, x3, y3), side(x1, y1, x2, y2, x4, y4)
+    return d1 * d2 < -1e-6 and d3 * d4 < -1e-6
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k", "dgx-h100-ib"])
+def test_no_two_lines_of_a_fabric_diagram_cross(stack):
+    """Each box sits under the boxes it is cabled to (the in-band diagram's lines from the cores to
+    the management nodes and storage servers crossed the SUs' leaf-to-node lines)."""
+    index = {p.name: c for p, c in render_report(stack_layout(stack), Path("out")).items()}["index.html"]
+    for svg in re.findall(r'<svg[^>]*class="fabric">.*?</svg>', index, re.S):
+        lines = [tuple(map(float, m)) for m in
+                 re.findall(r'<line x1="([0-9.]+)" y1="([0-9.]+)" x2="([0-9.]+)" y2="([0-9.]+)"', svg)]
+        assert lines
+        for i, a in enumerate(lines):
+            for b in lines[i + 1:]:
+                assert not crosses(a, b), (re.search(r'aria-label="([^"]+)"', svg).group(1), a, b)
