@@ -10,11 +10,18 @@ from topology import catalog
 from topology.model import Layout
 from topology.render.switches.build import iter_intents
 from topology.render.switches.frr import render_frr
+from topology.render.switches.intent import SwitchIntent
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
 from topology.render.switches.sonic import render_config_db, sonic_ports
 
 SUBDIR = "switches"
+
+
+def sonic_frr_conf(sw: SwitchIntent, names: dict | None = None) -> str:
+    """A SONiC switch's frr.conf: FRR names SONiC's ports (EthernetN), not the plan's."""
+    names = names if names is not None else sonic_ports(catalog.load().switches[sw.model])
+    return render_frr(sw, lambda p: names[p][0])
 
 
 def render_switch_configs(layout: Layout, out_dir: Path) -> dict[Path, str]:
@@ -30,7 +37,7 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
         if sw.os == "sonic":
             names = sonic_ports(model)
             yield base / sw.name / "config_db.json", render_config_db(sw, model)
-            yield base / sw.name / "frr.conf", render_frr(sw, lambda p, n=names: n[p][0])
+            yield base / sw.name / "frr.conf", sonic_frr_conf(sw, names)
         else:
             yield base / sw.name / "startup.yaml", render_nvue(sw)
     if layout.spec.compute_fabric.kind == "infiniband":
