@@ -29,7 +29,8 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
         return "\n".join(lines) + "\n"
     if b.unnumbered:
         for n in b.neighbors:
-            lines += [f"interface {port_name(n.interface)}", " ipv6 nd ra-interval 10", " no ipv6 nd suppress-ra", "!"]
+            lines += [f"interface {port_name(n.interface)}", " ipv6 nd ra-interval 10", " no ipv6 nd suppress-ra",
+                      "exit", "!"]
     lines += [
         f"router bgp {b.asn}",
         f" bgp router-id {b.router_id}",
@@ -40,6 +41,8 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines.append(" neighbor FABRIC peer-group")
     lines.append(" neighbor FABRIC timers 3 9")
     lines.append(" neighbor FABRIC advertisement-interval 0")
+    if b.unnumbered:  # a session option, not an address family's: IPv4 routes over the IPv6 LLA session
+        lines.append(" neighbor FABRIC capability extended-nexthop")
     for n in b.neighbors:
         if b.unnumbered:
             lines.append(f" neighbor {port_name(n.interface)} interface peer-group FABRIC")
@@ -54,8 +57,6 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines += [f"  network {net}" for net in b.networks]
     lines += [f"  aggregate-address {agg} summary-only" for agg in b.aggregates]
     lines.append("  neighbor FABRIC activate")
-    if b.unnumbered:
-        lines.append("  neighbor FABRIC capability extended-nexthop")
     if b.border:
         for n in (n for n in b.neighbors if n.site):
             peer = port_name(n.interface) if b.unnumbered else n.address
