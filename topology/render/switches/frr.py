@@ -7,7 +7,7 @@ learns them through zebra, so this file holds routing only and works on any port
 from __future__ import annotations
 
 from topology.render.files import GENERATED
-from topology.render.switches.intent import BorderPolicy, SwitchIntent
+from topology.render.switches.intent import Bfd, BorderPolicy, SwitchIntent
 
 # the in-band cores' border policy (topology/border.py): names shared with the NVUE renderer
 SITE_IN, POD_OUT, BORDER_IN, BORDER_OUT = "SITE-IN", "POD-OUT", "BORDER-IN", "BORDER-OUT"
@@ -27,6 +27,8 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     b = sw.bgp
     if b is None:
         return "\n".join(lines) + "\n"
+    if b.bfd:
+        lines += _bfd_profile(b.bfd)
     if b.unnumbered:
         for n in b.neighbors:
             lines += [f"interface {port_name(n.interface)}", " ipv6 nd ra-interval 10", " no ipv6 nd suppress-ra",
@@ -38,20 +40,20 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
         " no bgp ebgp-requires-policy",
         " no bgp default ipv4-unicast",
     ]
+    if b.graceful_restart:
+        lines.append(" bgp graceful-restart")
     lines.append(" neighbor FABRIC peer-group")
     lines.append(" neighbor FABRIC timers 3 9")
     lines.append(" neighbor FABRIC advertisement-interval 0")
     if b.unnumbered:  # a session option, not an address family's: IPv4 routes over the IPv6 LLA session
         lines.append(" neighbor FABRIC capability extended-nexthop")
     for n in b.neighbors:
-        if b.unnumbered:
-            lines.append(f" neighbor {port_name(n.interface)} interface peer-group FABRIC")
-            lines.append(f" neighbor {port_name(n.interface)} remote-as {n.remote_as}")
-            lines.append(f" neighbor {port_name(n.interface)} description {n.peer}")
-        else:
-            lines.append(f" neighbor {n.address} peer-group FABRIC")
-            lines.append(f" neighbor {n.address} remote-as {n.remote_as}")
-            lines.append(f" neighbor {n.address} description {n.peer}")
+        peer = port_name(n.interface) if b.unnumbered else n.address
+        lines.append(f" neighbor {peer} {'interface ' if b.unnumbered else ''}peer-group FABRIC")
+        lines.append(f" neighbor {peer} remote-as {n.remote_as}")
+        lines.append(f" neighbor {peer} description {n.peer}")
+        if b.bfd and not n.site:
+            lines.append(f" neighbor {peer} bfd profile {b.bfd.profile}")
     lines.append(" !")
     lines.append(" address-family ipv4 unicast")
     lines += [f"  network {net}" for net in b.networks]
@@ -66,6 +68,19 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     if b.border:
         lines += _border_policy(b.border)
     return "\n".join(lines) + "\n"
+
+
+def _bfd_profile(bfd: Bfd) -> list[str]:
+    return [
+        "bfd",
+        f" profile {bfd.profile}",
+        f"  detect-multiplier {bfd.detect_multiplier}",
+        f"  receive-interval {bfd.interval_ms}",
+        f"  transmit-interval {bfd.interval_ms}",
+        " exit",
+        "exit",
+        "!",
+    ]
 
 
 def _border_policy(policy: BorderPolicy) -> list[str]:

@@ -81,6 +81,17 @@ class BorderPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class Bfd:
+    """Failure detection on the sessions between planned switches, below BGP's 9 s hold time
+    (FRR's and Cumulus's default timers: 300 ms x 3); not on the site's sessions, whose routers
+    the pod does not configure."""
+
+    profile: str = "FABRIC"
+    detect_multiplier: int = 3
+    interval_ms: int = 300  # transmit and receive
+
+
+@dataclass(frozen=True, slots=True)
 class Bgp:
     asn: int
     router_id: str
@@ -90,6 +101,8 @@ class Bgp:
     unnumbered: bool = False
     max_paths: int = 64  # ECMP width cap; the fabric's real width is its uplink count
     border: BorderPolicy | None = None  # route maps on the site's sessions (the in-band cores' border)
+    bfd: Bfd | None = Bfd()
+    graceful_restart: bool = True  # a restarting routing daemon keeps forwarding; its peers keep its routes
 
 
 @dataclass(frozen=True, slots=True)
