@@ -73,7 +73,8 @@ def test_quantum2_cages_take_twin_port_modules_one_fibre_per_400g_port():
                 assert part in ("MMA4Z00-NS", "MMS4X00-NS", "MMS4X00-NM") and shared == 2, (lk, part)
         assert lk.speed_gbps != 400 or (lk.cable_count, lk.cable_shared) == (1, 1), lk
     node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf" and lk.media in OPTICAL]
-    assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS400", "MMS4X00-NS400"}  # ConnectX-7 OSFP, flat top
+    # the DGX's twin-port cages: one flat-top twin-port module per two ConnectX-7
+    assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS-FLT", "MMS4X00-NM-FLT"}
     assert {lk.cable_part.split("-N")[0] for lk in node_leaf} <= {"MFP7E10", "MFP7E30"}
     assert cat.switches["qm9700"].ports_per_cage == 2
 
