@@ -42,8 +42,10 @@ def test_25g_service_cables_and_optics_are_25g_parts():
     parts = Counter()
     for lk in _service_links(layout):
         parts[(lk.media, lk.a_part, lk.b_part, lk.cable_part.split("-N")[0])] += 1
-        assert "100G" not in lk.a_part and "400G" not in lk.a_part, lk  # the server's 25G port
+        assert lk.b_shared == 4 and lk.cable_shared == 4, lk  # four 25G legs share the cage's module or splitter
         if lk.media in ("MMF", "SMF"):
             # a 100G SR4 QSFP28 in the QSFP-DD cage runs 4 x 25G on an MPO-to-4 x LC breakout fibre
-            assert lk.b_part == "MMA1B00-C100D" and lk.b_shared == 4 and lk.cable_shared == 4, lk
+            assert lk.b_part == "MMA1B00-C100D" and "100G" not in lk.a_part and "400G" not in lk.a_part, lk
+        else:  # a breakout cable (DAC, AOC): one QSFP28 end in the cage, four 25G ends
+            assert "-to-4x25G-" in lk.cable_part, lk
     assert parts

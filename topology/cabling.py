@@ -73,8 +73,11 @@ def end_of(cat: Catalog, device: Device, link: Link) -> End:
             return End("RJ45", 1, 1, 1)
         # one module fills the cage and serves every port of it: a twin-port OSFP's two 400G
         # ports, a breakout's legs
-        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, sw.lanes.get(link.speed_gbps, 1), True,
-                   sw.optical_lane_gbps or 0)
+        legs = sw.lanes.get(link.speed_gbps, 1)
+        if sw.form == "QSFP-DD" and link.speed_gbps < sw.lane_gbps:
+            # legs slower than the cage's lanes (SN5400 at 25G): a QSFP28 module, 4 x 25G NRZ
+            return End("QSFP28", link.speed_gbps, link.speed_gbps * legs, legs, True)
+        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, legs, True, sw.optical_lane_gbps or 0)
     if link.speed_gbps <= 10:  # BMC, PDU and CDU management ports
         return End("RJ45", 1, link.speed_gbps, 1)
     if model in cat.nodes and link.tier == "node-leaf":
