@@ -46,6 +46,9 @@ VARIANTS = {
         "border_asn": 65010, "site_routes": ["10.0.0.0/8", "172.16.0.0/12"]}})),
     "lab-no-border": ("lab", _with(ALL_SONIC, {"management": {"inband": {"border_uplinks": 0}}})),
     "roce-1k-growth-to-8": ("roce-1k", _with(ALL_SONIC, UNNUMBERED, {"max_scalable_units": 8})),
+    # in-band spines and the services pair (the OOB uplinks' sessions land there)
+    "lab-three-tier-inband": ("lab", _with(ALL_SONIC, {"max_scalable_units": 16, "management": {"inband": {
+        "mgmt_nodes": 3}}})),
 }
 
 
