@@ -3,8 +3,8 @@ for lines FRR would read outside their block): SONiC's files on the four example
 option variants, and the files the FRR container labs load (tests/e2e/fabriclab.py).
 
 Fast: files that differ only in numbers (ASNs, addresses, port and switch numbers) take the
-same path through FRR's grammar, so one file of each shape is parsed (34 shapes among the
-1,105 SONiC frr.conf files of roce-8k); the numbers come from spec-validated pools and are
+same path through FRR's grammar, so one file of each shape is parsed (32 shapes among the
+1,041 SONiC frr.conf files of roce-8k with BGP); the numbers come from spec-validated pools and are
 checked by the plan's own tests."""
 
 from __future__ import annotations
