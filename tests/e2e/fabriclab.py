@@ -101,6 +101,8 @@ class FabricLab:
             docker("run", "-d", "--name", container, "--hostname", name, "--label", f"superpod-e2e={self.session}",
                    "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
                    "--sysctl", "net.ipv4.ip_forward=1", "--sysctl", "net.ipv4.fib_multipath_hash_policy=1",
+                   # docker disables IPv6 in a container: BGP unnumbered runs over the ports' link-local
+                   "--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
                    "--tmpfs", "/run", image, "sleep", "infinity")
         self._refresh_pids()
 
