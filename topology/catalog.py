@@ -70,6 +70,7 @@ class NodeModel(_Entry):
     cooling: Literal["air", "liquid"]
     liquid_capture: float  # share of the heat cold plates take (0 for air-cooled models)
     compute_nic_form: str = "OSFP"  # the rail NICs' cages (ConnectX-7 OSFP)
+    compute_nics_per_cage: Literal[1, 2] = 1  # 2: twin-port cages, one module for two NICs (DGX)
     psus: int  # split evenly over the rack's A and B feeds
     psus_required: int  # PSUs needed at full load
     psu_kw: float

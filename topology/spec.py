@@ -118,8 +118,8 @@ class Inband(_Spec):
     switch_os: SwitchOs = "cumulus"
     pairing: Literal["mlag", "evpn_mh"] = Field(
         "mlag",
-        description="how each SU's switch pair carries the nodes' bond0: MLAG with cabled peer links, "
-        "or EVPN multihoming (no peer link; needs an EVPN underlay on the pair)",
+        description="how each SU's switch pair carries the nodes' bond0: MLAG with cabled peer links "
+        "(evpn_mh, EVPN multihoming, is refused until its EVPN control plane is rendered: docs/switches.md)",
     )
     peer_links: Annotated[int, Field(ge=1, le=8)] = Field(2, description="MLAG peer-link cables per switch pair")
     border_uplinks: Annotated[int, Field(ge=0, le=16)] = Field(
@@ -135,6 +135,19 @@ class Inband(_Spec):
     )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
+
+    @field_validator("pairing")
+    @classmethod
+    def _pairing(cls, mode: str) -> str:
+        # An EVPN-MH pair has no peer link: without BGP l2vpn-evpn, VXLAN and VNIs on both switches
+        # (none rendered) the two members of a node's bond would not form one LACP partner.
+        if mode == "evpn_mh":
+            raise ValueError(
+                "evpn_mh is not supported: EVPN multihoming needs BGP l2vpn-evpn, VXLAN and VNIs on the pair, "
+                "which no renderer writes yet; use pairing: mlag (pods past one core pair plan with MLAG)"
+            )
+        return mode
+
     _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))
     _mgmt = field_validator("mgmt_node_model")(lambda v: _known("appliances", v))
 

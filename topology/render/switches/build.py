@@ -130,7 +130,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob),
                                       tuple(spec.addressing.site_routes))
         elif oob_nbrs:  # no switch with OOB sessions has a fabric's ASN
-            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs)
+            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs, sections.fixed_router_id(d.name, own, data_links))
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
             aggs = sections.aggregates(subnets, host_space)

@@ -83,6 +83,17 @@ class BorderPolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class Bfd:
+    """Failure detection on the sessions between planned switches, below BGP's 9 s hold time
+    (FRR's and Cumulus's default timers: 300 ms x 3); not on the site's sessions, whose routers
+    the pod does not configure."""
+
+    profile: str = "FABRIC"
+    detect_multiplier: int = 3
+    interval_ms: int = 300  # transmit and receive
+
+
+@dataclass(frozen=True, slots=True)
 class Bgp:
     asn: int
     router_id: str
