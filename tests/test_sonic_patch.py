@@ -74,7 +74,8 @@ def test_an_in_place_change_is_a_patch_that_lands_the_plan(planned):
 def test_a_factory_switch_and_create_only_fields_need_a_reload(planned):
     factory = {"DEVICE_METADATA": {"localhost": {"hostname": "sonic", "hwsku": "stand-in"}}}
     why = sonic.switch_fabric_sonic_reload_reasons(factory, planned)
-    assert why == ["DEVICE_METADATA|localhost docker_routing_config_mode: None -> split (read when bgp starts)"]
+    mode = planned["DEVICE_METADATA"]["localhost"]["docker_routing_config_mode"]  # the plan's, not a literal
+    assert why == [f"DEVICE_METADATA|localhost docker_routing_config_mode: None -> {mode} (read when bgp starts)"]
     running = copy.deepcopy(planned)
     port = next(iter(running["PORT"]))
     running["PORT"][port]["lanes"] = "0"  # another breakout: another port

@@ -101,7 +101,7 @@ def switches(tmp_path_factory):
     write_all(render_switch_configs(build(spec_with("lab", compute_fabric={"switch_os": "sonic"})), tmp / "sonic"))
     sw.cumulus_dir = ROOT / "build" / "lab" / "switches" / CUMULUS
     planned = {CUMULUS: yaml.safe_load((sw.cumulus_dir / "startup.yaml").read_text())[0]["set"]["interface"]["eth0"]
-               ["ip"]["address"]}
+               ["ipv4"]["address"]}
     oob = {h: ipaddress.ip_interface(next(iter(a))) for h, a in planned.items()}
     oob[SONIC] = ipaddress.ip_interface(next(k.split("|")[1] for k in json.loads(
         (sw.sonic_dir / "config_db.json").read_text())["MGMT_INTERFACE"]))

@@ -101,6 +101,8 @@ class FabricLab:
             docker("run", "-d", "--name", container, "--hostname", name, "--label", f"superpod-e2e={self.session}",
                    "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
                    "--sysctl", "net.ipv4.ip_forward=1", "--sysctl", "net.ipv4.fib_multipath_hash_policy=1",
+                   # docker disables IPv6 in a container: BGP unnumbered runs over the ports' link-local
+                   "--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
                    "--tmpfs", "/run", image, "sleep", "infinity")
         self._refresh_pids()
 
@@ -210,7 +212,8 @@ class FabricLab:
         self.ip(switch, "link", "set", "lo", "up")
         conf = render_frr(sw)
         script = (
-            "sed -i 's/^bgpd=no/bgpd=yes/' /etc/frr/daemons && cat > /etc/frr/frr.conf && "
+            "sed -i -e 's/^bgpd=no/bgpd=yes/' -e 's/^bfdd=no/bfdd=yes/' /etc/frr/daemons && "
+            "cat > /etc/frr/frr.conf && "
             "chown frr:frr /etc/frr/frr.conf && /usr/lib/frr/frrinit.sh restart >/dev/null"
         )
         subprocess.run(["docker", "exec", "-i", container, "sh", "-c", script], input=conf, text=True, check=True,
@@ -239,6 +242,12 @@ class FabricLab:
         """Established sessions: peer address -> the peer's AS."""
         peers = self.vtysh(switch, "show bgp ipv4 unicast summary").get("peers", {})
         return {ip: p["remoteAs"] for ip, p in peers.items() if p.get("state") == "Established"}
+
+    def bfd_up(self, switch: str) -> set[str]:
+        """Peers whose BFD session is up (bfdd runs beside bgpd: the sessions' `bfd profile`)."""
+        peers = json.loads(docker("exec", self.switches[switch], "vtysh", "-c", "show bfd peers json",
+                                  check=False).stdout or "[]")
+        return {p["peer"] for p in peers if p.get("status") == "up"}
 
     def nexthops(self, switch: str, prefix: str) -> list[str]:
         """Next hops the kernel FIB uses for `prefix` on `switch` (installed ECMP members)."""

@@ -11,8 +11,9 @@ from topology import catalog
 from topology.ipam import OOB_VLAN
 from topology.model import Address, Device, Layout, Link
 from topology.render.switches import pairing, sections
-from topology.render.switches.intent import SwitchIntent
+from topology.render.switches.intent import Services, SwitchIntent
 from topology.render.switches.qos import ROCE_QOS
+from topology.render.telemetry import GNMI_PORT
 
 FABRIC_OF_ROLE = {
     "leaf": "compute",
@@ -97,6 +98,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
     roce = spec.compute_fabric.kind == "roce"
     by_name = {d.name: d for d in layout.devices}
     partner = _partners(layout.devices)
+    services = _services(spec.switch_services)
     for d in layout.devices:
         fabric = FABRIC_OF_ROLE.get(d.role)
         model = cat.switches.get(d.model)
@@ -128,7 +130,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob),
                                       tuple(spec.addressing.site_routes))
         elif oob_nbrs:  # no switch with OOB sessions has a fabric's ASN
-            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs)
+            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs, sections.fixed_router_id(d.name, own, data_links))
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
             aggs = sections.aggregates(subnets, host_space)
@@ -156,6 +158,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
                 theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
                 mode = spec.management.inband.pairing
                 pair = pairing.pairing(mode, d, peer, data_links, own, theirs, model.mgmt_port)
+            if spec.switch_services.host_bond_edge:
+                bonds = tuple(replace(b, edge=True) for b in bonds)
         yield SwitchIntent(
             name=d.name,
             role=d.role,
@@ -173,7 +177,19 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             pairing=pair,
             qos=ROCE_QOS if roce and fabric == "compute" else None,
             notes=_notes(d.role),
+            services=services if bgp else replace(services, graceful_restart="off"),
+            os_release=_os_release(spec, switch_os(spec, fabric)),
         )
+
+
+def _services(ss) -> Services:
+    return Services(ntp=tuple(ss.ntp_servers), dns=tuple(ss.dns_servers), syslog=tuple(ss.syslog_servers),
+                    gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart,
+                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None)
+
+
+def _os_release(spec, os_name: str) -> str:
+    return spec.switch_software.cumulus_release if os_name == "cumulus" else ""
 
 
 def _partners(devices: list[Device]) -> dict[str, str]:

@@ -48,6 +48,7 @@ class Bond:
     peer: str  # the node (or mgmt node) at the far end
     pair_id: int  # MLAG id / EVPN-MH segment local-id: the same on both switches of the pair
     access_vlan: int | None = None
+    edge: bool = False  # a host's bond: LACP bypass (PXE), STP admin edge and BPDU guard
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +80,17 @@ class BorderPolicy:
 
     accept: tuple[str, ...]  # taken in: the site's default route (addressing.site_routes)
     announce: tuple[str, ...]  # let out: the pod's management summaries, nothing learned from the site
+
+
+@dataclass(frozen=True, slots=True)
+class Bfd:
+    """Failure detection on the sessions between planned switches, below BGP's 9 s hold time
+    (FRR's and Cumulus's default timers: 300 ms x 3); not on the site's sessions, whose routers
+    the pod does not configure."""
+
+    profile: str = "FABRIC"
+    detect_multiplier: int = 3
+    interval_ms: int = 300  # transmit and receive
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +130,18 @@ class Qos:
     pfcwd_action: str  # drop
 
 
+@dataclass(frozen=True, slots=True)
+class Services:
+    """switch_services of the spec: servers reached through the management VRF."""
+
+    ntp: tuple[str, ...] = ()
+    dns: tuple[str, ...] = ()
+    syslog: tuple[str, ...] = ()
+    gnmi_port: int | None = None  # the gNMI server's port (telemetry/gnmic.yml dials it); None: off
+    graceful_restart: str = "off"  # BGP: off | helper-only | full
+    bfd: tuple[int, int] | None = None  # (interval ms, multiplier) on the pod's own BGP sessions; None: off
+
+
 @dataclass(frozen=True)
 class SwitchIntent:
     name: str
@@ -136,3 +160,5 @@ class SwitchIntent:
     pairing: Pairing | None = None
     qos: Qos | None = None
     notes: tuple[str, ...] = field(default=())  # what the plan leaves to the operator, said in the config
+    services: Services = Services()
+    os_release: str = ""  # the OS release the config is written for (cumulus: switch_software.cumulus_release)
