@@ -23,7 +23,10 @@ from topology.render.switches.frr_check import check_all, vtysh
 pytestmark = pytest.mark.skipif(vtysh() is None, reason="vtysh (Debian's frr package) not installed")
 
 SONIC = {"switch_os": "sonic"}
-ALL_SONIC = {"compute_fabric": SONIC, "storage_fabric": SONIC, "management": {"inband": SONIC, "oob": SONIC}}
+# In-band on SONiC takes SN5400 cores: SONiC's SN4600C platform has no 4 x 25G mode for the storage
+# servers' ports (tests/test_sonic_platform.py), so the plan refuses SN4600C cores there.
+ALL_SONIC = {"compute_fabric": SONIC, "storage_fabric": SONIC,
+             "management": {"inband": {**SONIC, "core_switch_model": "sn5400"}, "oob": SONIC}}
 UNNUMBERED = {"compute_fabric": {"switch_os": "sonic", "bgp_peering": "unnumbered"}}
 
 
