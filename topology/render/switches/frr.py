@@ -56,6 +56,7 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines.append("  neighbor FABRIC activate")
     if b.unnumbered:
         lines.append("  neighbor FABRIC capability extended-nexthop")
+    lines += [f"  neighbor {n.address} next-hop-self" for n in b.neighbors if n.next_hop_self]
     if b.border:
         for n in (n for n in b.neighbors if n.site):
             peer = port_name(n.interface) if b.unnumbered else n.address
