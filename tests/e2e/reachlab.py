@@ -1,0 +1,227 @@
+"""The whole pod on real routing daemons: every network's switches (compute leaves and spines,
+storage leaves and spines, the in-band pairs and cores, the OOB rack and aggregation switches)
+run FRR with the frr.conf `superpod plan` renders; a site-border stand-in runs FRR with a config
+of the site's (not ours: the default route out, whatever the cores announce in); light host
+containers (no systemd, a shell each) hold the GPU nodes' rail, storage and in-band addresses,
+the storage servers', the mgmt nodes', and one stand-in per BMC. Every cable between them is a
+veth pair named by its planned ends (FabricLab: cabling.csv's ports).
+
+Stand-ins for what this kernel lacks (no bonding, macvlan or 802.1Q driver):
+- a bond: its address on one member (the active one of active-backup); `fail_over` moves it to
+  the other member, as the bonding driver would on carrier loss. The failover itself is not tested.
+- an SVI: a Linux bridge named as the SVI (vlan10, vlan2, vlan200) holding the ports of that VLAN
+  and one of the pair's peer-link cables (the n-th SVI the n-th cable: without a bond two would
+  loop, without 802.1Q one cable carries one VLAN), with the switch's own address and the shared
+  VRR gateway.
+- VRR: both switches of a pair answer for the gateway with one virtual MAC, so a frame reaches
+  the switch its host is cabled to; here the host's neighbour entry for the gateway is pinned to
+  the MAC of the switch its active member is cabled to.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+
+import netaddr
+
+from tests.e2e.fabriclab import Cable, FabricLab
+from tests.e2e.labpod import docker
+from topology.border import SITE_BORDER
+from topology.model import Layout
+from topology.render.switches.build import FABRIC_OF_ROLE
+
+HOST_ROLES = ("gpu_node", "storage_server", "mgmt_node")
+SWITCH_ROLES = tuple(r for r in FABRIC_OF_ROLE if r not in ("core",))  # the lab pod's compute fabric is two tiers
+TIERS = ("node-leaf", "leaf-spine", "node-storage_leaf", "server-storage_leaf", "storage_leaf-storage_spine",
+         "node-inband", "mgmt-core", "service-inband", "inband-core", "inband-spine", "inband-spine-core",
+         "inband-peer", "oob-agg", "oob-uplink", "border")
+BOND_TIERS = ("node-inband", "mgmt-core", "service-inband")
+STORAGE_TABLE_BASE = 200  # a storage port answers from its own table, as a rail does
+SITE_ASN = 64999  # the site's own (outside the pod's range; the cores peer with `remote-as external`)
+
+
+def bmc(device: str) -> str:
+    """The BMC stand-in's key: a container of its own, its one port named `bmc` as planned."""
+    return f"{device}.bmc"
+
+
+class ReachLab(FabricLab):
+    def __init__(self, layout: Layout, session: str):
+        """`session` ends with the test process's pid (LabPod.remove_orphans keeps live ones);
+        container names carry `-reach-` so they never meet another lab's of the same session."""
+        hosts = [d.name for d in layout.devices if d.role in HOST_ROLES]
+        self.bmcs = [h for h in hosts if any(a.interface == "bmc" for a in layout.addresses_by_device.get(h, []))]
+        super().__init__(layout, {h: h for h in hosts}, session, roles=SWITCH_ROLES, tiers=TIERS)
+        self.switches = {s: f"{session}-reach-{s}" for s in [*self.switches, SITE_BORDER]}
+        self.nodes = {h: f"{session}-reach-{h}" for h in hosts} | {
+            bmc(h): f"{session}-reach-{h}-bmc" for h in self.bmcs}
+        self.cables += [Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.tier) for lk in layout.border_links]
+        self.cables += [Cable(bmc(lk.a_device), lk.a_port, lk.b_device, lk.b_port, lk.tier)
+                        for lk in layout.links if lk.tier == "device-oob" and lk.a_device in self.bmcs]
+        self.active: dict[str, str] = {}  # host -> the bond member its address is on
+
+    # ---- containers -------------------------------------------------------------------
+    def start(self, image: str) -> None:
+        """Hosts first (a shell each; one address per subnet answers ARP, as multi-NIC hosts are
+        set up), then the switches and the site's border (FabricLab's, which reads every pid)."""
+        for key, container in self.nodes.items():
+            docker("rm", "-f", container, check=False)
+            docker("run", "-d", "--name", container, "--hostname", key.replace(".", "-"), "--label",
+                   f"superpod-e2e={self.session}", "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add",
+                   "NET_RAW", "--sysctl", "net.ipv4.conf.all.arp_ignore=1", "--sysctl",
+                   "net.ipv4.conf.all.arp_announce=2", "--sysctl", "net.ipv4.conf.all.rp_filter=0",
+                   "--tmpfs", "/run", image, "sleep", "infinity")
+        super().start(image)
+
+    def remove(self) -> None:
+        for container in [*self.switches.values(), *self.nodes.values()]:
+            docker("rm", "-f", container, check=False)
+
+    def sh(self, key: str, script: str, check: bool = False) -> subprocess.CompletedProcess:
+        container = self.switches.get(key) or self.nodes[key]
+        return docker("exec", container, "sh", "-c", script, check=check)
+
+    # ---- addresses ------------------------------------------------------------------------
+    def configure(self) -> None:
+        for host in self.switches:
+            if host != SITE_BORDER:
+                self._address(host)
+        for a in self.layout.addresses:  # the site's end of each border /31
+            if a.pool == "border":
+                port = next(c.b_port for c in self.cables if c.tier == "border" and c.a_port == a.interface
+                            and c.a_device == a.device)
+                self.ip(SITE_BORDER, "addr", "replace", f"{a.peer}/31", "dev", port)
+        for switch in self.switches:
+            if switch != SITE_BORDER:
+                self._svis(switch)
+        for key in self.nodes:
+            self._host(key)
+        with ThreadPoolExecutor(4) as pool:
+            list(pool.map(self._start_frr, [s for s in self.switches if s != SITE_BORDER]))
+        self._start_site()
+
+    def _address(self, host: str, ports: list[str] | None = None) -> None:
+        super()._address(host, ports)
+        for a in self.layout.addresses_by_device.get(host, []):  # the cores' ends of the border /31s
+            if a.pool == "border" and (ports is None or a.interface in ports):
+                self.ip(host, "addr", "replace", a.address, "dev", a.interface, check=False)
+
+    def _svis(self, switch: str) -> None:
+        """Each SVI a bridge of its VLAN's ports (bond members included) and the first peer link."""
+        sw = self.intents[switch]
+        members: dict[int, list[str]] = {}
+        for p in sw.ports:
+            if p.access_vlan is not None:
+                members.setdefault(p.access_vlan, []).append(p.name)
+        for b in sw.bonds:
+            members.setdefault(b.access_vlan, []).extend(b.members)
+        # one peer-link cable per SVI (each a bridge of its own: a port joins one bridge)
+        peer = list(sw.pairing.peer_link) if sw.pairing else []
+        wired = {c.a_port for c in self.cables if c.a_device == switch} | {
+            c.b_port for c in self.cables if c.b_device == switch}
+        for i, svi in enumerate(sw.svis):
+            name = f"vlan{svi.vlan}"
+            self.ip(switch, "link", "add", name, "type", "bridge")
+            for port in [*members.get(svi.vlan, []), *peer[i:i + 1]]:
+                if port in wired:
+                    self.ip(switch, "link", "set", port, "master", name)
+            self.ip(switch, "link", "set", name, "up")
+            for addr in (svi.address, svi.vrr):
+                if addr:
+                    self.ip(switch, "addr", "replace", addr, "dev", name)
+
+    def _host(self, key: str) -> None:
+        """A host's addresses: rails (FabricLab's tables), storage ports (a table each), its bond on
+        the member cabled to side a, the BMC stand-in's port; the in-band (or BMC) gateway default."""
+        device = key.removesuffix(".bmc")
+        addrs = self.layout.addresses_by_device.get(device, [])
+        if key != device:  # a BMC stand-in
+            a = next(a for a in addrs if a.interface == "bmc")
+            self.ip(key, "addr", "replace", a.address, "dev", "bmc")
+            self._gateway(key, "bmc", a.peer)
+            return
+        super()._address(key)  # rails and their per-rail tables
+        for i, a in enumerate(x for x in addrs if x.pool == "storage"):
+            table = str(STORAGE_TABLE_BASE + i)
+            self.ip(key, "addr", "replace", a.address, "dev", a.interface)
+            self.ip(key, "route", "replace", self.layout.spec.addressing.storage, "via", a.peer, "dev", a.interface,
+                    "table", table)
+            self.ip(key, "rule", "add", "from", a.address.split("/")[0], "table", table)
+        bond = next((a for a in addrs if a.interface == "bond0"), None)
+        if bond is not None:
+            self.fail_over(key, self.bond_members(key)[0])
+
+    def bond_members(self, host: str) -> list[str]:
+        """The host's bond members in the order of the switches they are cabled to (side a first)."""
+        ends = [(c.b_device, c.a_port) for c in self.cables if c.a_device == host and c.tier in BOND_TIERS]
+        return [port for _, port in sorted(ends, key=lambda e: self.layout.by_name[e[0]].slot)]
+
+    def switch_of(self, host: str, port: str) -> tuple[str, str]:
+        return next((c.b_device, c.b_port) for c in self.cables if c.a_device == host and c.a_port == port)
+
+    def fail_over(self, host: str, member: str) -> None:
+        """The bond's address to `member` (the stand-in for active-backup), the gateway pinned to
+        the switch that member is cabled to (VRR's shared MAC: that switch routes the frame)."""
+        bond = next(a for a in self.layout.addresses_by_device[host] if a.interface == "bond0")
+        for port in self.bond_members(host):
+            self.ip(host, "addr", "flush", "dev", port)
+        self.ip(host, "addr", "replace", bond.address, "dev", member)
+        self.active[host] = member
+        self._gateway(host, member, bond.peer)
+
+    def _gateway(self, host: str, port: str, gateway: str) -> None:
+        switch, switch_port = self.switch_of(host, port)
+        svi = next(f"vlan{s.vlan}" for s in self.intents[switch].svis
+                   if _same_subnet(s.vrr or s.address, gateway))
+        mac = self.sh(switch, f"cat /sys/class/net/{svi}/address").stdout.strip()
+        self.ip(host, "neigh", "replace", gateway, "lladdr", mac, "dev", port, "nud", "permanent")
+        self.ip(host, "route", "replace", "default", "via", gateway, "dev", port)
+
+    def _start_site(self) -> None:
+        """The site's border routers: eBGP to each core's end, the default route sent down."""
+        cores = sorted((a for a in self.layout.addresses if a.pool == "border"), key=lambda a: a.peer)
+        lines = ["frr defaults datacenter", f"hostname {SITE_BORDER}", "!", f"router bgp {SITE_ASN}",
+                 f" bgp router-id {cores[0].peer}", " no bgp ebgp-requires-policy", " no bgp default ipv4-unicast",
+                 " bgp bestpath as-path multipath-relax"]
+        for a in cores:
+            ip = a.address.split("/")[0]
+            lines += [f" neighbor {ip} remote-as external", f" neighbor {ip} timers 3 9"]
+        lines += [" address-family ipv4 unicast"]
+        for a in cores:
+            ip = a.address.split("/")[0]
+            lines += [f"  neighbor {ip} activate", f"  neighbor {ip} default-originate"]
+        lines += ["  maximum-paths 64", " exit-address-family", "exit", ""]
+        script = ("sed -i 's/^bgpd=no/bgpd=yes/' /etc/frr/daemons && cat > /etc/frr/frr.conf && "
+                  "chown frr:frr /etc/frr/frr.conf && /usr/lib/frr/frrinit.sh restart >/dev/null")
+        subprocess.run(["docker", "exec", "-i", self.switches[SITE_BORDER], "sh", "-c", script],
+                       input="\n".join(lines), text=True, check=True, capture_output=True)
+
+    # ---- observation ------------------------------------------------------------------------
+    def unreachable(self, probes: Iterable[tuple[str, str, str]], parallel: int = 24) -> list[tuple[str, str, str]]:
+        """The (host, source, destination) probes whose ICMP echo gets no answer: one shell per host,
+        `parallel` pings at a time inside it."""
+        by_host: dict[str, list[tuple[str, str]]] = {}
+        for host, src, dst in probes:
+            by_host.setdefault(host, []).append((src, dst))
+
+        def run(host: str) -> list[tuple[str, str, str]]:
+            pairs = "\n".join(f"{s} {d}" for s, d in by_host[host])
+            script = (f"printf '%s\\n' {shlex.quote(pairs)} | xargs -P {parallel} -L 1 sh -c "
+                      "'ping -q -c 2 -i 0.2 -W 1 -I \"$0\" \"$1\" >/dev/null 2>&1 || echo \"$0 $1\"'")
+            out = self.sh(host, script).stdout.split("\n")
+            return [(host, *line.split()) for line in out if line.strip()]
+
+        with ThreadPoolExecutor(4) as pool:
+            return [miss for misses in pool.map(run, by_host) for miss in misses]
+
+    def kernel_routes(self, switch: str) -> list[str]:
+        """The prefixes of the switch's kernel routing table (main), default route excluded."""
+        out = self.sh(switch, "ip -4 route show table main").stdout.split("\n")
+        return [line.split()[0] for line in out if line and not line.startswith("default")]
+
+
+def _same_subnet(cidr: str, address: str) -> bool:
+    return netaddr.IPAddress(address) in netaddr.IPNetwork(cidr)
