@@ -45,6 +45,10 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
             lines.append(f" neighbor {port_name(n.interface)} interface peer-group FABRIC")
             lines.append(f" neighbor {port_name(n.interface)} remote-as {n.remote_as}")
             lines.append(f" neighbor {port_name(n.interface)} description {n.peer}")
+        elif n.next_hop_self:  # iBGP across a peer link: FRR keeps a peer group all external or all internal
+            lines.append(f" neighbor {n.address} remote-as {n.remote_as}")
+            lines.append(f" neighbor {n.address} timers 3 9")
+            lines.append(f" neighbor {n.address} description {n.peer}")
         else:
             lines.append(f" neighbor {n.address} peer-group FABRIC")
             lines.append(f" neighbor {n.address} remote-as {n.remote_as}")
@@ -56,7 +60,8 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines.append("  neighbor FABRIC activate")
     if b.unnumbered:
         lines.append("  neighbor FABRIC capability extended-nexthop")
-    lines += [f"  neighbor {n.address} next-hop-self" for n in b.neighbors if n.next_hop_self]
+    for n in (n for n in b.neighbors if n.next_hop_self):
+        lines += [f"  neighbor {n.address} activate", f"  neighbor {n.address} next-hop-self"]
     if b.border:
         for n in (n for n in b.neighbors if n.site):
             peer = port_name(n.interface) if b.unnumbered else n.address
