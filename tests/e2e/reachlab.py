@@ -20,10 +20,12 @@ Stand-ins for what this kernel lacks (no bonding, macvlan or 802.1Q driver):
 
 from __future__ import annotations
 
+import json
 import shlex
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import netaddr
 
@@ -62,44 +64,87 @@ class ReachLab(FabricLab):
         self.cables += [Cable(bmc(lk.a_device), lk.a_port, lk.b_device, lk.b_port, lk.tier)
                         for lk in layout.links if lk.tier == "device-oob" and lk.a_device in self.bmcs]
         self.active: dict[str, str] = {}  # host -> the bond member its address is on
+        self._batch: dict[str, list[str]] | None = None
+        self._macs: dict[tuple[str, str], str] = {}
 
     # ---- containers -------------------------------------------------------------------
     def start(self, image: str) -> None:
         """Hosts first (a shell each; one address per subnet answers ARP, as multi-NIC hosts are
         set up), then the switches and the site's border (FabricLab's, which reads every pid)."""
-        for key, container in self.nodes.items():
+        def run(item: tuple[str, str]) -> None:
+            key, container = item
             docker("rm", "-f", container, check=False)
             docker("run", "-d", "--name", container, "--hostname", key.replace(".", "-"), "--label",
                    f"superpod-e2e={self.session}", "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add",
                    "NET_RAW", "--sysctl", "net.ipv4.conf.all.arp_ignore=1", "--sysctl",
                    "net.ipv4.conf.all.arp_announce=2", "--sysctl", "net.ipv4.conf.all.rp_filter=0",
                    "--tmpfs", "/run", image, "sleep", "infinity")
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(run, self.nodes.items()))
         super().start(image)
 
     def remove(self) -> None:
-        for container in [*self.switches.values(), *self.nodes.values()]:
-            docker("rm", "-f", container, check=False)
+        with ThreadPoolExecutor(8) as pool:
+            containers = [*self.switches.values(), *self.nodes.values()]
+            list(pool.map(lambda c: docker("rm", "-f", c, check=False), containers))
 
     def sh(self, key: str, script: str, check: bool = False) -> subprocess.CompletedProcess:
         container = self.switches.get(key) or self.nodes[key]
         return docker("exec", container, "sh", "-c", script, check=check)
 
+    # ---- batched `ip` ----------------------------------------------------------------------
+    def ip(self, host: str, *args: str, check: bool = True) -> subprocess.CompletedProcess:
+        """Inside `batched()`, queued for the host's one `ip -batch`; else run at once."""
+        if self._batch is not None:
+            self._batch.setdefault(host, []).append(" ".join(args))
+            return subprocess.CompletedProcess(args, 0, "", "")
+        return super().ip(host, *args, check=check)
+
+    @contextmanager
+    def batched(self) -> Iterator[None]:
+        """`ip` commands queued per namespace and run as one `ip -force -batch` each (a thousand
+        nsenter calls otherwise: minutes on this machine). -force: a failed line (a rule or
+        address not there to delete) does not stop the rest, as check=False does one by one."""
+        self._batch = {}
+        try:
+            yield
+        finally:
+            batch, self._batch = self._batch, None
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda item: self._run_batch(*item), batch.items()))
+
+    def _run_batch(self, host: str, commands: list[str]) -> None:
+        subprocess.run(["nsenter", "-t", self.pids[host], "-n", "ip", "-force", "-batch", "-"],
+                       input="\n".join(commands) + "\n", text=True, capture_output=True)
+
+    def wire(self, cables: Iterable[Cable] | None = None) -> None:
+        """Every veth pair from one `ip -batch` in this namespace, each end created in its container."""
+        cables = list(cables or self.cables)
+        adds = [f"link add {c.a_port} netns {self.pids[c.a_device]} mtu 9216 type veth peer name {c.b_port} "
+                f"netns {self.pids[c.b_device]} mtu 9216" for c in cables]
+        subprocess.run(["ip", "-force", "-batch", "-"], input="\n".join(adds) + "\n", text=True, capture_output=True)
+        with self.batched():
+            for c in cables:
+                self.ip(c.a_device, "link", "set", c.a_port, "up")
+                self.ip(c.b_device, "link", "set", c.b_port, "up")
+
     # ---- addresses ------------------------------------------------------------------------
     def configure(self) -> None:
-        for host in self.switches:
-            if host != SITE_BORDER:
-                self._address(host)
-        for a in self.layout.addresses:  # the site's end of each border /31
-            if a.pool == "border":
-                port = next(c.b_port for c in self.cables if c.tier == "border" and c.a_port == a.interface
-                            and c.a_device == a.device)
-                self.ip(SITE_BORDER, "addr", "replace", f"{a.peer}/31", "dev", port)
-        for switch in self.switches:
-            if switch != SITE_BORDER:
-                self._svis(switch)
-        for key in self.nodes:
-            self._host(key)
-        with ThreadPoolExecutor(4) as pool:
+        with self.batched():
+            for host in self.switches:
+                if host != SITE_BORDER:
+                    self._address(host)
+                    self._svis(host)
+            for a in self.layout.addresses:  # the site's end of each border /31
+                if a.pool == "border":
+                    port = next(c.b_port for c in self.cables if c.tier == "border" and c.a_port == a.interface
+                                and c.a_device == a.device)
+                    self.ip(SITE_BORDER, "addr", "replace", f"{a.peer}/31", "dev", port)
+        with self.batched():  # after the switches' bridges exist: the hosts pin their gateways' MACs
+            for key in self.nodes:
+                self._host(key)
+        with ThreadPoolExecutor(4) as pool:  # 8 at once left a daemon unloaded for 30 s on this 2-core machine
             list(pool.map(self._start_frr, [s for s in self.switches if s != SITE_BORDER]))
         self._start_site()
 
@@ -176,9 +221,16 @@ class ReachLab(FabricLab):
         switch, switch_port = self.switch_of(host, port)
         svi = next(f"vlan{s.vlan}" for s in self.intents[switch].svis
                    if _same_subnet(s.vrr or s.address, gateway))
-        mac = self.sh(switch, f"cat /sys/class/net/{svi}/address").stdout.strip()
+        mac = self.mac(switch, svi)
         self.ip(host, "neigh", "replace", gateway, "lladdr", mac, "dev", port, "nud", "permanent")
         self.ip(host, "route", "replace", "default", "via", gateway, "dev", port)
+
+    def mac(self, switch: str, interface: str) -> str:
+        if (switch, interface) not in self._macs:
+            out = subprocess.run(["nsenter", "-t", self.pids[switch], "-n", "ip", "-j", "link", "show", interface],
+                                 capture_output=True, text=True, check=True).stdout
+            self._macs[(switch, interface)] = json.loads(out)[0]["address"]
+        return self._macs[(switch, interface)]
 
     def _start_site(self) -> None:
         """The site's border routers: eBGP to each core's end, the default route sent down."""
@@ -210,17 +262,24 @@ class ReachLab(FabricLab):
         def run(host: str) -> list[tuple[str, str, str]]:
             pairs = "\n".join(f"{s} {d}" for s, d in by_host[host])
             script = (f"printf '%s\\n' {shlex.quote(pairs)} | xargs -P {parallel} -L 1 sh -c "
-                      "'ping -q -c 2 -i 0.2 -W 1 -I \"$0\" \"$1\" >/dev/null 2>&1 || echo \"$0 $1\"'")
+                      "'ping -q -c 1 -W 1 -I \"$0\" \"$1\" >/dev/null 2>&1 || echo \"$0 $1\"'")
             out = self.sh(host, script).stdout.split("\n")
             return [(host, *line.split()) for line in out if line.strip()]
 
         with ThreadPoolExecutor(4) as pool:
             return [miss for misses in pool.map(run, by_host) for miss in misses]
 
-    def kernel_routes(self, switch: str) -> list[str]:
-        """The prefixes of the switch's kernel routing table (main), default route excluded."""
-        out = self.sh(switch, "ip -4 route show table main").stdout.split("\n")
-        return [line.split()[0] for line in out if line and not line.startswith("default")]
+    def kernel_routes(self, switch: str) -> dict[str, list[str]]:
+        """The switch's kernel routing table (main), default route excluded: prefix -> next hops."""
+        out = subprocess.run(["nsenter", "-t", self.pids[switch], "-n", "ip", "-j", "-4", "route", "show", "table",
+                              "main"], capture_output=True, text=True, check=True).stdout
+        routes = {}
+        for r in json.loads(out or "[]"):
+            if r["dst"] != "default":
+                hops = r.get("nexthops", [r])
+                routes[r["dst"] if "/" in r["dst"] else f"{r['dst']}/32"] = sorted(
+                    h["gateway"] for h in hops if "gateway" in h)
+        return routes
 
 
 def _same_subnet(cidr: str, address: str) -> bool:
