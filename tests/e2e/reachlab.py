@@ -21,11 +21,11 @@ Stand-ins for what this kernel lacks (no bonding, macvlan or 802.1Q driver):
 from __future__ import annotations
 
 import json
-import shlex
 import subprocess
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from pathlib import Path
 
 import netaddr
 
@@ -42,6 +42,7 @@ TIERS = ("node-leaf", "leaf-spine", "node-storage_leaf", "server-storage_leaf", 
          "inband-peer", "oob-agg", "oob-uplink", "border")
 BOND_TIERS = ("node-inband", "mgmt-core", "service-inband")
 STORAGE_TABLE_BASE = 200  # a storage port answers from its own table, as a rail does
+PROBE = (Path(__file__).parent / "icmp_probe.py").read_text()
 SITE_ASN = 64999  # the site's own (outside the pod's range; the cores peer with `remote-as external`)
 
 
@@ -252,19 +253,20 @@ class ReachLab(FabricLab):
                        input="\n".join(lines), text=True, check=True, capture_output=True)
 
     # ---- observation ------------------------------------------------------------------------
-    def unreachable(self, probes: Iterable[tuple[str, str, str]], parallel: int = 24) -> list[tuple[str, str, str]]:
-        """The (host, source, destination) probes whose ICMP echo gets no answer: one shell per host,
-        `parallel` pings at a time inside it."""
+    def unreachable(self, probes: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+        """The (host, source, destination) probes whose ICMP echo gets no answer: one prober per
+        host (tests/e2e/icmp_probe.py, a raw socket per source), hosts a few at a time."""
         by_host: dict[str, list[tuple[str, str]]] = {}
         for host, src, dst in probes:
             by_host.setdefault(host, []).append((src, dst))
 
         def run(host: str) -> list[tuple[str, str, str]]:
             pairs = "\n".join(f"{s} {d}" for s, d in by_host[host])
-            script = (f"printf '%s\\n' {shlex.quote(pairs)} | xargs -P {parallel} -L 1 sh -c "
-                      "'ping -q -c 1 -W 1 -I \"$0\" \"$1\" >/dev/null 2>&1 || echo \"$0 $1\"'")
-            out = self.sh(host, script).stdout.split("\n")
-            return [(host, *line.split()) for line in out if line.strip()]
+            r = subprocess.run(["docker", "exec", "-i", self.nodes[host], "python3", "-c", PROBE],
+                               input=pairs, capture_output=True, text=True)
+            if r.returncode != 0:
+                raise RuntimeError(f"{host}: the prober failed: {r.stderr}")
+            return [(host, *line.split()) for line in r.stdout.split("\n") if line.strip()]
 
         with ThreadPoolExecutor(4) as pool:
             return [miss for misses in pool.map(run, by_host) for miss in misses]
