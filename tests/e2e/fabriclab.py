@@ -63,6 +63,7 @@ def fabric_image(base: str) -> str:
 
 
 class FabricLab:
+    frr_timeout_s = 30  # how long one switch's FRR may take to load its frr.conf
     def __init__(self, layout: Layout, node_containers: dict[str, str], session: str,
                  roles: tuple[str, ...] = SWITCH_ROLES, tiers: tuple[str, ...] = TIERS):
         """`session`: the lab pod's (ends with the test process's pid: LabPod.remove_orphans keeps
@@ -221,7 +222,8 @@ class FabricLab:
         subprocess.run(["docker", "exec", "-i", container, "sh", "-c", script], input=conf, text=True, check=True,
                        capture_output=True)
         # on a loaded machine `vtysh -b` in frrinit can run before bgpd listens: load until it took
-        for _ in range(30):
+        deadline = time.monotonic() + self.frr_timeout_s
+        while time.monotonic() < deadline:
             running = docker("exec", container, "vtysh", "-c", "show running-config", check=False).stdout
             if f"router bgp {sw.bgp.asn}" in running:
                 return

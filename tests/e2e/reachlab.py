@@ -52,6 +52,8 @@ def bmc(device: str) -> str:
 
 
 class ReachLab(FabricLab):
+    frr_timeout_s = 180  # 38 FRRs on 2 cores shared with other jobs: one took over 30 s to load its config
+
     def __init__(self, layout: Layout, session: str):
         """`session` ends with the test process's pid (LabPod.remove_orphans keeps live ones);
         container names carry `-reach-` so they never meet another lab's of the same session."""
