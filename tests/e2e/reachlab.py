@@ -34,6 +34,7 @@ from tests.e2e.labpod import docker
 from topology.border import SITE_BORDER
 from topology.model import Layout
 from topology.render.switches.build import FABRIC_OF_ROLE
+from topology.render.switches.frr import render_frr
 
 HOST_ROLES = ("gpu_node", "storage_server", "mgmt_node")
 SWITCH_ROLES = tuple(r for r in FABRIC_OF_ROLE if r not in ("core",))  # the lab pod's compute fabric is two tiers
@@ -52,7 +53,7 @@ def bmc(device: str) -> str:
 
 
 class ReachLab(FabricLab):
-    frr_timeout_s = 180  # 38 FRRs on 2 cores shared with other jobs: one took over 30 s to load its config
+    frr_timeout_s = 120  # 38 FRRs on 2 cores shared with other jobs
 
     def __init__(self, layout: Layout, session: str):
         """`session` ends with the test process's pid (LabPod.remove_orphans keeps live ones);
@@ -139,6 +140,9 @@ class ReachLab(FabricLab):
                 if host != SITE_BORDER:
                     self._address(host)
                     self._svis(host)
+                    if self.intents[host].loopback:
+                        self.ip(host, "addr", "replace", self.intents[host].loopback, "dev", "lo")
+                self.ip(host, "link", "set", "lo", "up")
             for a in self.layout.addresses:  # the site's end of each border /31
                 if a.pool == "border":
                     port = next(c.b_port for c in self.cables if c.tier == "border" and c.a_port == a.interface
@@ -249,10 +253,25 @@ class ReachLab(FabricLab):
             ip = a.address.split("/")[0]
             lines += [f"  neighbor {ip} activate", f"  neighbor {ip} default-originate"]
         lines += ["  maximum-paths 64", " exit-address-family", "exit", ""]
-        script = ("sed -i 's/^bgpd=no/bgpd=yes/' /etc/frr/daemons && cat > /etc/frr/frr.conf && "
-                  "chown frr:frr /etc/frr/frr.conf && /usr/lib/frr/frrinit.sh restart >/dev/null")
-        subprocess.run(["docker", "exec", "-i", self.switches[SITE_BORDER], "sh", "-c", script],
-                       input="\n".join(lines), text=True, check=True, capture_output=True)
+        self._load_frr(SITE_BORDER, "\n".join(lines))
+
+    def _start_frr(self, switch: str) -> None:
+        self._load_frr(switch, render_frr(self.intents[switch]))
+
+    def _load_frr(self, switch: str, conf: str) -> None:
+        """zebra and bgpd started directly, then `conf` loaded with `vtysh -b` until it took, in one
+        docker exec. Not frrinit's watchfrr: on the loaded machine it restarted daemons slow to
+        answer, and a switch never loaded its config in 180 s; this way one loads in seconds."""
+        script = (
+            "cat > /etc/frr/frr.conf && chown frr:frr /etc/frr/frr.conf && install -d -o frr -g frr /run/frr && "
+            "/usr/lib/frr/zebra -d -F datacenter && /usr/lib/frr/bgpd -d -F datacenter && "
+            f"for i in $(seq {self.frr_timeout_s}); do vtysh -b >/dev/null 2>&1; "
+            "vtysh -c 'show running-config' | grep -q '^router bgp' && exit 0; sleep 1; done; exit 1"
+        )
+        r = subprocess.run(["docker", "exec", "-i", self.switches[switch], "sh", "-c", script], input=conf,
+                           text=True, capture_output=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"{switch}: FRR did not take /etc/frr/frr.conf: {r.stderr[-500:]}")
 
     # ---- observation ------------------------------------------------------------------------
     def unreachable(self, probes: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
