@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from collections.abc import Iterable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -272,6 +273,31 @@ class ReachLab(FabricLab):
                            text=True, capture_output=True)
         if r.returncode != 0:
             raise RuntimeError(f"{switch}: FRR did not take /etc/frr/frr.conf: {r.stderr[-500:]}")
+
+    # ---- failures ---------------------------------------------------------------------------
+    def ports_of(self, switch: str) -> list[str]:
+        return [c.a_port for c in self.cables if c.a_device == switch] + [
+            c.b_port for c in self.cables if c.b_device == switch]
+
+    def power_off(self, switch: str) -> None:
+        """A switch gone: its ports down, so every cable's far end loses carrier as a dead switch's
+        peers do (a frozen container alone still forwards in its kernel), and its daemons frozen.
+        The freeze can fail transiently on a loaded machine ("unable to freeze"): a few tries."""
+        with self.batched():
+            for port in self.ports_of(switch):
+                self.ip(switch, "link", "set", port, "down")
+        for _ in range(5):
+            r = docker("pause", self.switches[switch], check=False)
+            if r.returncode == 0:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"{switch}: {r.stderr}")
+
+    def power_on(self, switch: str) -> None:
+        docker("unpause", self.switches[switch], check=False)
+        with self.batched():
+            for port in self.ports_of(switch):
+                self.ip(switch, "link", "set", port, "up")
 
     # ---- observation ------------------------------------------------------------------------
     def unreachable(self, probes: Iterable[tuple[str, str, str]]) -> list[tuple[str, str, str]]:

@@ -10,7 +10,8 @@ never from the configs under test:
   only with management.oob.announce_to_site), nothing more;
 - each switch's routing table covers the addresses the plan says it must reach.
 
-Then again with a spine, an in-band core and one switch of an SU pair stopped (bonds moved to
+Then again with a spine, an in-band core and one switch of an SU pair powered off (every port
+down, so their peers lose carrier, and their daemons frozen; bonds moved to
 their other member by hand: the kernel has no bonding driver, so the failover itself is not
 tested), and with one pair member's uplinks down while its hosts stay on it (the peer-link
 session carries them)."""
@@ -25,7 +26,7 @@ import pytest
 
 from tests.conftest import spec_with
 from tests.e2e.fabriclab import fabric_image
-from tests.e2e.labpod import TIMINGS, docker, ensure_image
+from tests.e2e.labpod import TIMINGS, ensure_image
 from tests.e2e.reachlab import SITE_ASN, ReachLab
 from topology.border import SITE_BORDER
 from topology.build import build
@@ -180,17 +181,6 @@ def test_each_switch_routes_what_the_plan_says_it_must(pod):
 
 
 # ---- failures --------------------------------------------------------------------------------------
-def _pause(container: str) -> None:
-    """Freeze a switch (it stops answering; hold timers find it). The cgroup freeze can fail
-    transiently on a loaded machine ("unable to freeze"): a few tries."""
-    for _ in range(5):
-        r = docker("pause", container, check=False)
-        if r.returncode == 0:
-            return
-        time.sleep(1)
-    raise AssertionError(r.stderr)
-
-
 def _stopped_hosts(lab: ReachLab, stopped: set[str]) -> list[str]:
     return [h for h, port in lab.active.items() if lab.switch_of(h, port)[0] in stopped]
 
@@ -204,14 +194,14 @@ def test_the_matrix_holds_with_a_spine_a_core_and_a_pair_member_stopped(pod):
     t0 = time.monotonic()
     try:
         for s in stopped:
-            _pause(pod.switches[s])
+            pod.power_off(s)
         for h in moved:  # what the bonding driver would do on carrier loss (not in this kernel)
             pod.fail_over(h, next(p for p in pod.bond_members(h) if p != pod.active[h]))
         misses = _holds(pod, timeout=120)
         assert not misses, misses[:40]
     finally:
         for s in stopped:
-            docker("unpause", pod.switches[s], check=False)
+            pod.power_on(s)
         for h in moved:
             pod.fail_over(h, pod.bond_members(h)[0])
     TIMINGS["reach_failures_s"] = round(time.monotonic() - t0, 1)
