@@ -16,6 +16,7 @@ if [[ "${1:-}" == "--with-containers" ]]; then
   command -v debootstrap >/dev/null || need_apt+=(debootstrap)
   command -v ip >/dev/null || need_apt+=(iproute2)
   command -v chromium >/dev/null || need_apt+=(chromium)  # headless: the report's browser test
+  command -v pdftotext >/dev/null || need_apt+=(poppler-utils)  # reads the report's printed sheets back
   # the Nautobot publish tests' server (scripts/nautobot-lab.sh): PostgreSQL and Redis on loopback
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
   command -v redis-server >/dev/null || need_apt+=(redis-server)

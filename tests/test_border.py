@@ -139,7 +139,9 @@ def test_the_cores_peer_with_the_site_in_nvue_and_frr():
 
 
 def test_sonic_cores_render_the_border_sessions():
-    layout = build(spec_with("lab", management={"inband": {"switch_os": "sonic"}}, addressing={"border_asn": 65010}))
+    # cores on SN5400: SONiC's SN4600C platform has no 4 x 25G breakout (tests/test_sonic_platform.py)
+    inband = {"switch_os": "sonic", "core_switch_model": "sn5400"}
+    layout = build(spec_with("lab", management={"inband": inband}, addressing={"border_asn": 65010}))
     core = _core_intent(layout)
     db = json.loads(render_config_db(core, catalog.load().switches[core.model]))
     assert {n for n in db["BGP_NEIGHBOR"]} == {n.address for n in core.bgp.neighbors}

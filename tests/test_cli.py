@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import csv
+import importlib.metadata
 import json
+import os
 import shutil
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -146,3 +150,45 @@ def test_stack_dir_copy_plans_into_inventories(tmp_path):
     assert result.exit_code == 0, result.output
     assert (tmp_path / "inventories" / "lab" / "hosts.yml").is_file()
     assert (tmp_path / "build" / "lab" / "cabling.csv").is_file()
+
+
+def test_spec_naming_a_folder_or_fifo_says_what_it_is(tmp_path):
+    fifo = tmp_path / "pod.fifo"
+    os.mkfifo(fifo)  # opening it would block: the CLI must refuse it before reading
+    for path, rule in ((tmp_path, "is a directory, not a spec file"),
+                       (fifo, "is not a regular file"),
+                       (tmp_path / "missing.yaml", "no such file")):
+        result = plan("--spec", str(path), "--out", str(tmp_path / "o"))
+        assert result.exit_code == 2 and "--spec" in result.output and rule in result.output, result.output
+    assert not (tmp_path / "o").exists()
+
+
+def test_thousands_of_errors_print_the_first_fifty_and_a_count(tmp_path):
+    spec = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())["config"]["superpod:pod"]
+    spec.update({f"stray{i}": 1 for i in range(5000)})
+    path = tmp_path / "pod.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = plan("--spec", str(path), "--out", str(tmp_path / "o"))
+    assert result.exit_code == 2
+    assert result.output.count("unknown key") == 50 and "... and 4950 more errors" in result.output
+
+
+def test_version_short_help_and_unwrapped_output_when_not_a_terminal(tmp_path):
+    def run(*args):
+        return subprocess.run([sys.executable, "-m", "topology.cli", *args], cwd=ROOT, capture_output=True,
+                              text=True, timeout=120)
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == f"superpod {importlib.metadata.version('superpod')}"
+    assert run("-h").returncode == 0 and "Usage" in run("plan", "-h").stdout
+    out = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-once-the-line-prefix-is-added" * 2)
+    result = run("plan", "--stack", "lab", "--out", str(out))  # stdout is a pipe, not a terminal
+    assert result.returncode == 0, result.stderr
+    assert f"{out}/ and {out}/inventory/" in result.stdout  # one line, never cut at 80 columns
+
+
+def test_an_error_under_json_is_json_on_stdout(tmp_path):
+    result = plan("--spec", str(tmp_path / "missing.yaml"), "--out", str(tmp_path / "o"), "--json")
+    assert result.exit_code == 2
+    first = result.output[:result.output.index("\nerror:")] if "\nerror:" in result.output else result.output
+    assert json.loads(first) == {"ok": False, "errors": [
+        {"field": "--spec", "rule": f"no such file {tmp_path / 'missing.yaml'}"}]}

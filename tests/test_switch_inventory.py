@@ -67,12 +67,22 @@ def test_infiniband_switches_are_not_pushed_to(tmp_path):
     assert group, "its storage, in-band and OOB switches are Ethernet"
 
 
-def test_site_runs_switch_fabric_on_ethernet_switches_with_become():
+def test_site_runs_switch_fabric_on_ethernet_switches_with_become(tmp_path):
+    """One play per rollout batch (canary, switch_rollout_1..6, then any switch in no batch): each
+    with become, no facts, and stopping the whole run at the first failure; over the lab's
+    inventory they take every Ethernet switch exactly once."""
     plays = yaml.safe_load((ROOT / "site.yml").read_text())
-    [play] = [p for p in plays if any((r.get("role") if isinstance(r, dict) else r) == "switch_fabric"
-                                      for r in p.get("roles", []))]
-    assert play["hosts"] == "ethernet_switches"
-    assert play["become"] is True
-    assert play["gather_facts"] is False  # a switch's Python may be missing or old: the role needs no facts
-    [role] = [r for r in play["roles"] if r["role"] == "switch_fabric"]
-    assert role["tags"] == ["switch_fabric"]
+    switch_plays = [p for p in plays if any((r.get("role") if isinstance(r, dict) else r) == "switch_fabric"
+                                            for r in p.get("roles", []))]
+    assert len(switch_plays) == 8
+    for play in switch_plays:
+        assert play["become"] is True
+        assert play["gather_facts"] is False  # a switch's Python may be missing or old: the role needs no facts
+        # a push stops the run at the first failure; a drift run (check mode) reports every switch
+        assert play["max_fail_percentage"] == "{{ 0 if not ansible_check_mode else 100 }}"
+        assert "strategy" not in play  # linear: a batch's pushes, then its gates, in step
+        [role] = [r for r in play["roles"] if r["role"] == "switch_fabric"]
+        assert role["tags"] == ["switch_fabric"]
+    im, _ = _inventory(stack_layout("lab"), tmp_path)
+    taken = [h.name for play in switch_plays for h in im.get_hosts(play["hosts"])]
+    assert sorted(taken) == sorted(h.name for h in im.groups["ethernet_switches"].get_hosts())

@@ -14,6 +14,7 @@ from tests import validate_records as rec
 from tests.conftest import stack_layout
 from topology.cli import app
 from topology.operate.lldp_json import mau_speed_gbps, parse_lldpctl
+from topology.operate.neighbors import cable_ids
 from topology.operate.validate import validate
 
 RECORDINGS = Path(__file__).resolve().parents[1] / "testdata" / "validate"
@@ -40,6 +41,12 @@ def report(plan: Path, folder: Path, *extra: str) -> tuple[int, dict]:
     return r.exit_code, json.loads(r.stdout)
 
 
+def label(plan: Path, device: str, port: str) -> str:
+    """The cable ID labels.csv prints for the planned cable at (device, port)."""
+    (cable_id,) = {i for (a, b), i in cable_ids(plan).items() if (device, port) in (a, b)}
+    return cable_id
+
+
 def kinds(doc: dict) -> list[str]:
     return sorted(f["kind"] for f in doc["findings"])
 
@@ -64,7 +71,8 @@ def test_rails_swapped_at_the_node_is_one_swap_with_one_task(lab_plan, ports, tm
     assert doc["work_list"] == [{
         "rack": "rack-a02", "device": "su01-node01", "port": "enp79s0np0",
         "action": "swap with enp94s0np0 (swapped pair: enp79s0np0 goes to su01-leaf-rail2 swp1, "
-                  "enp94s0np0 to su01-leaf-rail3 swp1)"}]
+                  "enp94s0np0 to su01-leaf-rail3 swp1)",
+        "cable_id": f"{label(lab_plan, 'su01-node01', 'enp79s0np0')}, {label(lab_plan, 'su01-node01', 'enp94s0np0')}"}]
 
 
 def test_leaf_ports_swapped_is_a_swap_at_the_leaf(lab_plan, ports, tmp_path):
@@ -215,7 +223,8 @@ def test_miswired_ib_fabric_names_each_fault(ib_plan, tmp_path):
     assert slow.planned.a == ("su01-node04", "ibp206s0") and slow.speed_gbps == 200
     assert result.of("unplanned") == [] and result.not_heard == []
     lines = [t.line() for t in tasks]
-    assert "rack-a01, su01-leaf-rail7 1/3/1: move to 1/2/2 (its other end is su01-node04 ibp220s0)" in lines
+    assert ("rack-a01, su01-leaf-rail7 1/3/1: move to 1/2/2 (its other end is su01-node04 ibp220s0)"
+            f" [cable {label(ib_plan, 'su01-leaf-rail7', '1/2/2')}]") in lines
     assert any(x.startswith("rack-a02, su01-node02 ibp79s0: swap with ibp94s0") for x in lines), lines
     assert len(lines) == 4
 
@@ -226,3 +235,24 @@ def test_recorded_lldpd_output(name):
     (a node's enp24s0np0 cabled to a leaf's swp1 by a veth pair, which reports 10GBASE-T)."""
     (nb,) = parse_lldpctl(json.loads((RECORDINGS / name).read_text()), "lldp-node01", name)
     assert (nb.local, nb.remote, nb.speed_gbps) == (("lldp-node01", "enp24s0np0"), ("lldp-leaf-rail0", "swp1"), 10)
+
+
+def test_a_correct_pod_with_its_border_uplinks_passes_in_every_scope(lab_plan, ports, tmp_path):
+    # The site's routers answer under the site's own names; no fabric scope makes them unplanned.
+    folder = rec.write_docs(rec.lldpctl_docs(ports), tmp_path)
+    for scope in ((), ("--fabric", "compute"), ("--fabric", "inband")):
+        code, doc = report(lab_plan, folder, *scope)
+        assert code == 0 and doc["all_correct"], (scope, doc["findings"], doc["work_list"])
+        assert not any("remove the cable" in t["action"] for t in doc["work_list"])
+
+
+def test_an_unplugged_border_uplink_is_missing_with_its_label(lab_plan, ports, tmp_path):
+    layout = stack_layout("lab")
+    border = layout.border_links[0]
+    del ports[(border.a_device, border.a_port)]
+    code, doc = report(lab_plan, rec.write_docs(rec.lldpctl_docs(ports), tmp_path))
+    assert code == 1 and kinds(doc) == ["missing"]
+    (task,) = doc["work_list"]
+    assert (task["device"], task["port"]) == (border.a_device, border.a_port)
+    assert task["cable_id"] == label(lab_plan, border.a_device, border.a_port) and task["cable_id"].startswith("BR-")
+    assert doc["not_heard"] == []  # the site's routers are never polled: not "not heard from"

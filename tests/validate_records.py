@@ -6,7 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from topology.render.labels import labels_csv
 from topology.render.tables import cabling_csv, devices_csv
+
+SITE_ROUTERS = ("dc1-border-rtr1", "dc1-border-rtr2")  # the site's own names for its border routers
 
 MAU = {1: "1000BaseTFD", 10: "10GigBaseT", 100: "100GbaseCR4", 200: "200GbaseCR4", 400: "400GbaseCR8",
        800: "800GbaseCR8"}
@@ -16,6 +19,7 @@ def write_plan(layout, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "cabling.csv").write_text(cabling_csv(layout))
     (folder / "devices.csv").write_text(devices_csv(layout))
+    (folder / "labels.csv").write_text(labels_csv(layout))
     return folder
 
 
@@ -26,6 +30,9 @@ def ends(layout, fabrics=("compute", "storage", "inband")) -> dict[tuple[str, st
         if lk.fabric in fabrics:
             out[(lk.a_device, lk.a_port)] = ((lk.b_device, lk.b_port), lk.speed_gbps)
             out[(lk.b_device, lk.b_port)] = ((lk.a_device, lk.a_port), lk.speed_gbps)
+    if "inband" in fabrics:  # the cores' border ports see the site's routers, under the site's names
+        for n, lk in enumerate(layout.border_links):
+            out[(lk.a_device, lk.a_port)] = ((SITE_ROUTERS[n % 2], f"Ethernet1/{n + 1}"), lk.speed_gbps)
     return out
 
 

@@ -7,6 +7,7 @@ and raise SpecError with the same field paths.
 
 from __future__ import annotations
 
+import difflib
 from typing import Annotated, Literal
 
 import netaddr
@@ -28,7 +29,9 @@ BgpPeering = Annotated[
 
 class _Spec(BaseModel):
     # strict: `true` or "3" is not a count, "yes" is not a boolean; numbers must be finite
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    # validate_default: a rule binds a field left at its default too (asn_first alone must still
+    # meet asn_last's range rules; an InfiniBand fabric with neither subnet manager is refused)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, validate_default=True)
 
 
 def _known(kind: str, value: str) -> str:
@@ -301,6 +304,95 @@ class Addressing(_Spec):
         }
 
 
+# Cumulus Linux releases whose NVUE object model NVIDIA publishes and `nvueschema` covers
+# (tests/test_nvue_model.py holds this equal to the package's manifest). NVUE's model changed
+# at 5.15 (interface `ip` became `ipv4`, `enable: on` became `state: enabled`): the renderer
+# writes the release's own dialect.
+NVUE_MODEL_RELEASES = ("5.0", "5.1", "5.2", "5.3", "5.4", "5.5", "5.6", "5.7", "5.8", "5.9", "5.10",
+                       "5.11", "5.12", "5.13", "5.14", "5.15", "5.16", "5.17", "5.18")
+# Before 5.6 NVUE has no PFC watchdog (5.0-5.2 no QoS mapping or per-port QoS either): the plan's
+# lossless RoCE cannot be written for them, so the spec refuses them and says why.
+CUMULUS_RELEASES = NVUE_MODEL_RELEASES[NVUE_MODEL_RELEASES.index("5.6"):]
+CumulusRelease = Literal[CUMULUS_RELEASES]  # type: ignore[valid-type]
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+class SwitchSoftware(_Spec):
+    cumulus_release: CumulusRelease = Field(
+        CUMULUS_RELEASES[-1],
+        description="Cumulus Linux release the NVUE startup.yaml files are written and checked for "
+        "(NVIDIA's NVUE object model of that release)",
+    )
+
+    @field_validator("cumulus_release", mode="before")
+    @classmethod
+    def _quoted(cls, v: object) -> object:
+        if isinstance(v, (int, float)) and not isinstance(v, bool):
+            # YAML reads 5.10 as the number 5.1: only a string names a release exactly
+            raise ValueError(f"got the number {v}: write the release as a quoted string (\"5.10\"), "
+                             "a YAML number loses its trailing zeros")
+        if v in NVUE_MODEL_RELEASES and v not in CUMULUS_RELEASES:
+            raise ValueError(f"Cumulus Linux {v}'s NVUE has no PFC watchdog, which the plan's lossless RoCE "
+                             f"sets on every compute port: use {CUMULUS_RELEASES[0]} or later")
+        return v
+
+
+def _address(value: str) -> str:
+    try:
+        ip = netaddr.IPAddress(value, version=4)
+    except (netaddr.AddrFormatError, ValueError, TypeError) as e:
+        raise ValueError(f"not an IPv4 address: {value!r}") from e
+    return str(ip)
+
+
+GNMI_SINCE = "5.13"  # Cumulus Linux's first NVUE with `system gnmi-server`
+
+
+class SwitchServices(_Spec):
+    """What every Ethernet switch runs besides forwarding, whatever its OS. Servers are reached
+    through the management VRF (eth0)."""
+
+    ntp_servers: list[str] = Field([], description="NTP servers (IPv4), iburst")
+    dns_servers: list[str] = Field([], description="DNS resolvers (IPv4)")
+    syslog_servers: list[str] = Field([], description="remote syslog receivers (IPv4, UDP 514)")
+    gnmi_server: bool = Field(
+        True, description="the switch's gNMI server on (telemetry/gnmic.yml dials it on port 9339); "
+        f"Cumulus Linux has it from {GNMI_SINCE}",
+    )
+    bgp_graceful_restart: Literal["off", "helper-only", "full"] = Field(
+        "helper-only", description="BGP graceful restart on every session: helper-only keeps a restarting "
+        "peer's routes; full also restarts gracefully itself",
+    )
+    bgp_bfd: bool = Field(True, description="BFD on every BGP session between the pod's own switches "
+                          "(not the site's border sessions): a dead link or peer is gone in interval x multiplier")
+    bfd_interval_ms: Annotated[int, Field(ge=50, le=60000)] = Field(
+        300, description="BFD transmit and receive interval (the range every Cumulus release accepts)")
+    bfd_multiplier: Annotated[int, Field(ge=2, le=255)] = 3
+    host_bond_edge: bool = Field(
+        True, description="node and appliance bonds on the in-band pairs: LACP bypass (PXE before the OS "
+        "brings LACP up), STP admin edge and BPDU guard",
+    )
+
+    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers")(
+        lambda v: [_address(a) for a in v])
+
+
+Efficiency = Annotated[float, Field(gt=0, le=1)]
+
+
+class AcceptanceSpec(_Spec):
+    """Overrides of what `superpod accept` expects (the catalog's `acceptance` section)."""
+
+    efficiency: dict[Literal["hbm_copy", "pcie_copy", "nvlink_all_reduce", "rail_write_bw", "network_all_reduce"],
+                     Efficiency] = Field(default_factory=dict, description="pass threshold as a share of the peak")
+    expected: dict[Literal["hbm_copy_gbs", "pcie_copy_gbs", "node_all_reduce_busbw_gbs", "rail_write_bw_gbps",
+                           "network_all_reduce_busbw_gbs"], Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="pass thresholds as absolute figures (GB/s, Gb/s for rails)")
+
+
 class PodSpec(_Spec):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
     node_model: str
@@ -314,11 +406,31 @@ class PodSpec(_Spec):
     management: Management = Management()
     racks: Racks = Racks()
     addressing: Addressing = Addressing()
+    switch_software: SwitchSoftware = SwitchSoftware()
+    # validate_default: the release check below runs when the section is left out, too
+    switch_services: SwitchServices = Field(SwitchServices(), validate_default=True)
     spares_percent: float = Field(
         0.0, ge=0, le=100, description="bill of materials: spare cables and optics, percent of planned (rounded up)"
     )
+    acceptance: AcceptanceSpec = Field(default_factory=AcceptanceSpec,
+                                       description="what `superpod accept` expects, over the catalog's figures")
 
     _node = field_validator("node_model")(lambda v: _known("nodes", v))
+
+    @field_validator("switch_services")
+    @classmethod
+    def _gnmi_release(cls, services: SwitchServices, info: ValidationInfo) -> SwitchServices:
+        software = info.data.get("switch_software")
+        release = software.cumulus_release if software else CUMULUS_RELEASES[-1]
+        mgmt = info.data.get("management")
+        fabrics = [info.data.get("compute_fabric"), info.data.get("storage_fabric"),
+                   *((mgmt.inband, mgmt.oob) if mgmt else ())]
+        uses_cumulus = any(f is not None and f.switch_os == "cumulus" for f in fabrics)
+        if services.gnmi_server and uses_cumulus and _release(release) < _release(GNMI_SINCE):
+            raise ValueError(f"gnmi_server: Cumulus Linux {release} has no gNMI server (NVUE `system gnmi-server` "
+                             f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
+                             "or gnmi_server: false")
+        return services
 
     @model_validator(mode="after")
     def _max_su(self) -> PodSpec:
@@ -332,6 +444,18 @@ class PodSpec(_Spec):
     @property
     def max_su(self) -> int:
         return self.max_scalable_units or self.scalable_units
+
+
+def did_you_mean(model: type[BaseModel], loc: tuple) -> str:
+    """'; did you mean X?' for a mistyped key: the closest field of the model the key sits in."""
+    for part in loc[:-1]:
+        field = model.model_fields.get(part) if isinstance(part, str) else None
+        inner = getattr(field, "annotation", None)
+        if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+            return ""
+        model = inner
+    close = difflib.get_close_matches(str(loc[-1]), list(model.model_fields), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def _field_path(loc: tuple) -> str:
@@ -359,7 +483,7 @@ def parse(data: object) -> PodSpec:
         for err in e.errors():
             msg = err["msg"].removeprefix("Value error, ")
             if err["type"] == "extra_forbidden":
-                msg = "unknown key (not part of the spec)"
+                msg = "unknown key (not part of the spec)" + did_you_mean(PodSpec, err["loc"])
             elif err["type"] == "missing":
                 msg = "required field is missing"
             loc = err["loc"]
@@ -415,5 +539,25 @@ def load_spec_or_stack_file(path: str) -> PodSpec:
     return parse(data)
 
 
+# The spec fields that name a catalog model, and the catalog table each names
+MODEL_FIELDS = {
+    ("PodSpec", "node_model"): "nodes",
+    ("ComputeFabric", "switch_model"): "switches", ("ComputeFabric", "ufm_model"): "appliances",
+    ("StorageFabric", "switch_model"): "switches", ("StorageFabric", "server_model"): "appliances",
+    ("Inband", "switch_model"): "switches", ("Inband", "core_switch_model"): "switches",
+    ("Inband", "mgmt_node_model"): "appliances",
+    ("Oob", "switch_model"): "switches", ("Oob", "aggregation_model"): "switches",
+    ("Racks", "pdu_model"): "pdus", ("Racks", "cdu_model"): "cdus",
+}
+
+
 def json_schema() -> dict:
-    return PodSpec.model_json_schema()
+    """The spec's JSON Schema, each model field listing the catalog's models (with any overlay)."""
+    schema = PodSpec.model_json_schema()
+    cat = catalog.load()
+    for (model, name), table in MODEL_FIELDS.items():
+        props = (schema if model == "PodSpec" else schema["$defs"][model])["properties"]
+        field = props[name]
+        target = next((alt for alt in field.get("anyOf", []) if alt.get("type") == "string"), field)
+        target["enum"] = sorted(getattr(cat, table))
+    return schema

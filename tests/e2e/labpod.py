@@ -41,6 +41,7 @@ CONTAINER_SWITCHES = {
     "dcgm_exporter_require_binary": False,
     "gpu_operator_render_only": True,
     "fabric_telemetry_require_nics": False,  # no rail NICs in the containers: the exporter reports them absent
+    "fabric_telemetry_listen_address": "127.0.0.1",  # the planned in-band address is not on the containers
 }
 
 
@@ -51,7 +52,10 @@ def ensure_image() -> str:
 
 
 def plan(stack: str) -> Path:
-    subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json"], cwd=ROOT, check=True, capture_output=True)
+    # --allow-moves: the lab's containers are made from each plan, so a build/<stack> left by older
+    # code that placed gear elsewhere is no installed pod to protect (topology/growth.py)
+    subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json", "--allow-moves"], cwd=ROOT, check=True,
+                   capture_output=True)
     return ROOT / "inventories" / stack
 
 

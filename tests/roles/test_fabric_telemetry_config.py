@@ -60,3 +60,6 @@ def test_labels_follow_the_layout(rendered, stack):
     storage = [n for n in cfg.nics if n.kind == "storage"]
     assert [n.netdev for n in storage] == [s["netdev"] for s in hv["superpod_storage_nics"]]
     assert cfg.ethtool_command == ["/usr/sbin/ethtool", "-S"] and cfg.listen.port == 9735
+    # bound to the node's planned in-band address, where Prometheus scrapes it: not every interface
+    inband = next(a for a in layout.addresses if a.device == node and a.pool == "inband")
+    assert cfg.listen.address == inband.address.split("/")[0]

@@ -10,7 +10,7 @@ from datetime import timedelta
 from rich.console import Console
 from rich.markup import escape
 
-from topology.operate import converged, inputs, manifest
+from topology.operate import converged, inputs, manifest, rollout
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.progress import LiveProgress
@@ -71,11 +71,50 @@ def _print_skip(console: Console, skip: Skip, what: str) -> None:
 
 
 def apply(req: RunRequest, console: Console, progress: bool | None = None, full: bool = False,
-          full_after: timedelta = converged.FULL_AFTER) -> int:
+          full_after: timedelta = converged.FULL_AFTER, canary: str | None = None, as_json: bool = False) -> int:
     """Runs site.yml; prints the per-host summary; 0 when every host is ok, 1 when a host
     failed or was unreachable (the others still ran), 2 when ansible itself failed.
     Hosts a full apply converged with the same inputs, checked unchanged now, are skipped
-    (topology/operate/converged.py) unless `full`; a run with --tags is never full."""
+    (topology/operate/converged.py) unless `full`; a run with --tags is never full.
+    `canary`: that switch is pushed (and gated) alone before any other (topology/operate/rollout.py).
+    With `as_json` the human lines go to stderr and stdout holds one JSON object (apply_json)."""
+    if canary:
+        req = rollout.with_canary(req, canary)
+    if as_json:
+        code, result = _apply(req, Console(stderr=True), progress, full, full_after)
+        print(json.dumps(apply_json(code, result), indent=1))
+        return code
+    return _apply(req, console, progress, full, full_after)[0]
+
+
+@dataclass
+class ApplyResult:
+    """What an apply found, for its JSON form."""
+
+    skipped: list[str]
+    tallies: dict | None = None
+    problems: list | None = None
+    run_dir: str | None = None
+    retry: str | None = None
+
+
+def apply_json(code: int, r: ApplyResult) -> dict:
+    return {
+        "ok": code == EXIT_OK,
+        "exit_code": code,
+        "skipped_converged": r.skipped,
+        "hosts": {h: {"status": t.status, "ok": t.ok, "changed": t.changed, "failed": t.failed,
+                      "unreachable": t.unreachable, "skipped": t.skipped}
+                  for h, t in sorted((r.tallies or {}).items())},
+        "problems": [{"host": p.host, "kind": p.kind, "task": p.task, "role": p.role, "message": p.message}
+                     for p in r.problems or []],
+        "run_dir": r.run_dir,
+        "retry_file": r.retry,
+    }
+
+
+def _apply(req: RunRequest, console: Console, progress: bool | None, full: bool,
+           full_after: timedelta) -> tuple[int, ApplyResult]:
     whole = req.tags is None and not req.check
     digest = inputs.digest(req) if whole else ""
     skip = _skip_converged(req, digest, console, progress, full_after, req.fresh_facts) if whole and not full else None
@@ -84,7 +123,7 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
         if skip.rest is None:
             console.print(f"{len(skip.hosts)} hosts: {len(skip.hosts)} skipped, changed=0 failed=0 unreachable=0",
                           highlight=False)
-            return EXIT_OK
+            return EXIT_OK, ApplyResult(skip.hosts)
         req = skip.rest
     outcome = _run(req, console, progress, f"apply {req.stack}")
     tallies, problems = host_tallies(outcome.events), host_problems(outcome.events)
@@ -99,18 +138,23 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
     print_problems(console, problems)
     bad = sorted({p.host for p in problems} | {t.host for t in tallies.values() if t.failed or t.unreachable})
     retry = write_retry(outcome.run_dir, bad)
+    result = ApplyResult(skip.hosts if skip else [], tallies, problems, str(outcome.run_dir),
+                         str(retry) if retry else None)
+    stop = rollout.stopped(req, set(tallies), {h for h, t in tallies.items() if t.changed}, set(bad))
+    if stop:
+        rollout.print_stop(console, stop)
     console.print(totals_line(tallies), highlight=False)
     console.print(f"run: {outcome.run_dir} (events: artifacts/run/job_events, stdout: artifacts/run/stdout)",
                   highlight=False)
     if retry:
         console.print(f"re-run only these hosts: superpod apply --stack {req.stack} --limit @{retry}",
                       highlight=False)
-        return EXIT_FAILED
+        return EXIT_FAILED, result
     if not tallies or outcome.rc != 0:
         console.print(f"[bold red]error:[/] ansible-playbook exited rc={outcome.rc} ({outcome.status}); "
                       f"see {outcome.stdout_path}", highlight=False)
-        return EXIT_ERROR
-    return EXIT_OK
+        return EXIT_ERROR, result
+    return EXIT_OK, result
 
 
 def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = False,

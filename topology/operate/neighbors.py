@@ -20,6 +20,8 @@ class PlannedLink:
     kind: str
     speed_gbps: int
     media: str = ""
+    cable_id: str = ""  # the ID printed on the cable's label (labels.csv)
+    site_end: bool = False  # b is the site's device (a border router): named by the site, never polled
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +71,20 @@ def _rows(path: Path, needed: tuple[str, ...]) -> list[dict[str, str]]:
         return list(reader)
 
 
+def cable_ids(plan_dir: Path) -> dict[tuple[Endpoint, Endpoint], str]:
+    """(a end, b end) -> the cable ID on its label; empty for a plan written before labels.csv."""
+    path = plan_dir / "labels.csv"
+    if not path.is_file():
+        return {}
+    ids = {}
+    for r in _rows(path, ("cable_id", "a_device", "a_port", "b_device", "b_port")):
+        ids.setdefault(((r["a_device"], r["a_port"]), (r["b_device"], r["b_port"])), r["cable_id"])
+    return ids
+
+
 def load_plan(plan_dir: Path) -> Plan:
     """The plan as `superpod plan` wrote it: day-two operations read the plan, never rebuild it."""
+    ids = cable_ids(plan_dir)
     links = []
     for n, r in enumerate(_rows(plan_dir / "cabling.csv", ("a_device", "a_port", "b_device", "b_port",
                                                           "fabric", "kind", "speed_gbps")), start=2):
@@ -78,10 +92,10 @@ def load_plan(plan_dir: Path) -> Plan:
             speed = int(r["speed_gbps"])
         except ValueError:
             raise SpecError(f"cabling.csv line {n}: speed_gbps", f"not a number: {r['speed_gbps']!r}") from None
-        if r["kind"] == "border":  # the far end is the site's router: its LLDP name is the site's, not the plan's
-            continue
-        links.append(PlannedLink((r["a_device"], r["a_port"]), (r["b_device"], r["b_port"]), r["fabric"],
-                                 r["kind"], speed, r.get("media", "")))
+        a, b = (r["a_device"], r["a_port"]), (r["b_device"], r["b_port"])
+        # border: the far end is the site's router, whose LLDP names are the site's, not the plan's
+        links.append(PlannedLink(a, b, r["fabric"], r["kind"], speed, r.get("media", ""), ids.get((a, b), ""),
+                                 site_end=r["kind"] == "border"))
     racks, roles, models = {}, {}, {}
     for r in _rows(plan_dir / "devices.csv", ("name", "role", "model", "rack")):
         racks[r["name"]] = r["rack"]

@@ -53,6 +53,8 @@ class RunRequest:
     runs_dir: Path | None = None  # default <project_dir>/.runs
     playbook: Path | None = None  # default <project_dir>/site.yml
     env: tuple[tuple[str, str], ...] = ()  # more settings for ansible-playbook's environment (no secrets)
+    extra_vars_file: Path | None = None  # -e @FILE: what superpod computed for the playbook (accept), no secrets
+    inventory: Path | None = None  # default <project_dir>/inventories/<stack>; `plan --out DIR` writes DIR/inventory
 
     @property
     def runs_root(self) -> Path:
@@ -60,7 +62,7 @@ class RunRequest:
 
     @property
     def inventory_dir(self) -> Path:
-        return (self.project_dir / "inventories" / self.stack).resolve()
+        return (self.inventory or self.project_dir / "inventories" / self.stack).resolve()
 
     @property
     def playbook_path(self) -> Path:
@@ -90,6 +92,9 @@ def check_request(req: RunRequest) -> None:
     if not (req.inventory_dir / "hosts.yml").is_file():
         raise OperateError(
             f"--stack: no inventory {req.inventory_dir}/hosts.yml; run `superpod plan --stack {req.stack}` first"
+            if req.inventory is None else
+            f"--out: no inventory {req.inventory_dir}/hosts.yml; run `superpod plan --spec ... --out "
+            f"{req.inventory_dir.parent}` first"
         )
     if not req.playbook_path.is_file():
         raise OperateError(f"--playbook: no playbook {req.playbook_path}")
@@ -146,6 +151,8 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         cmdline += ["--check", "--diff"]
     if req.vault_password_file:
         cmdline += ["--vault-password-file", str(req.vault_password_file.resolve())]
+    if req.extra_vars_file:
+        cmdline += ["-e", f"@{req.extra_vars_file.resolve()}"]
     facts_dir = req.runs_root / "facts"  # one fact cache per stack, next to its runs
     envvars = {
         "ANSIBLE_CONFIG": str(project_dir / "ansible.cfg"),
@@ -218,7 +225,8 @@ def reduced_env(env: dict[str, str], ours: dict[str, str]) -> dict[str, str]:
 
 def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None) -> RunOutcome:
     """Runs site.yml; returns when ansible-playbook has exited. Failing or unreachable hosts
-    do not stop the others (no any_errors_fatal, no max_fail_percentage here)."""
+    do not stop the others (no any_errors_fatal, no max_fail_percentage here), except in
+    site.yml's switch plays, where a failed switch ends an apply (the rollout, docs/switches.md)."""
     import ansible_runner
 
     check_request(req)

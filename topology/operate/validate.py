@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from topology.errors import SpecError
+from topology.errors import SpecError, plain
 from topology.operate.cabling_check import Finding, Result, compare
 from topology.operate.ibnetdiscover import PlanPortNames, parse_ibnetdiscover
 from topology.operate.lldp_json import parse_lldpctl
@@ -32,6 +32,9 @@ DEFAULT_FABRICS = ("compute", "storage", "inband")  # OOB ports (BMCs, PDUs) rar
 # Link kinds (`ip -details link`: linkinfo.info_kind) of ports that are no cable: a lab's veth
 # reports 10 Gb/s whatever the plan says. Physical NICs and switch ports have no kind.
 VIRTUAL_KINDS = frozenset({"veth", "dummy", "tun", "macvlan", "ipvlan", "vxlan", "bridge"})
+# A device's lldpctl or ibnetdiscover output is kilobytes (a 10,000-node fabric's ibnetdiscover a few
+# MiB); a bigger file is a fault, and reading it whole would cost its size several times over in RAM.
+MAX_FILE_MIB = 16
 KINDS = ("correct", "swap", "miswired", "missing", "wrong_speed", "unplanned", "unverified")
 
 
@@ -46,29 +49,52 @@ def read_discovery(folder: Path, plan: Plan) -> Discovery:
     if not files:
         raise SpecError("--from", f"{folder} holds no discovery files")
     for path in files:
-        if path.name.endswith(".ports.json"):
-            device = path.name[: -len(".ports.json")]
-            for ifname, st in _json(path).items():
-                speed = st.get("speed_mbps")
-                ports[(device, ifname)] = PortState(st.get("up"), speed // 1000 if isinstance(speed, int)
-                                                    and speed > 0 else None, st.get("kind") in VIRTUAL_KINDS)
-        elif path.suffix == ".json":
-            device = path.name.removesuffix(".json").removesuffix(".lldp")
-            neighbors += parse_lldpctl(_json(path), device, path.name)
-            reporters.add(device)
-        else:
-            namer = namer or PlanPortNames(plan)
-            found, devices = parse_ibnetdiscover(path.read_text(encoding="utf-8", errors="replace"), namer, path.name)
-            neighbors += found
-            reporters |= devices
+        size = path.stat().st_size
+        if size > MAX_FILE_MIB * 2**20:
+            raise SpecError(path.name, f"{size / 2**20:.0f} MiB: larger than the {MAX_FILE_MIB} MiB a device's "
+                                       "discovery output can be (a fault in its collection)")
+        try:
+            if path.name.endswith(".ports.json"):
+                ports.update(_port_states(path.name[: -len(".ports.json")], _json(path)))
+            elif path.suffix == ".json":
+                device = path.name.removesuffix(".json").removesuffix(".lldp")
+                neighbors += parse_lldpctl(_json(path), device, path.name)
+                reporters.add(device)
+            else:
+                namer = namer or PlanPortNames(plan)
+                found, devices = parse_ibnetdiscover(path.read_text(encoding="utf-8", errors="replace"), namer,
+                                                     path.name)
+                neighbors += found
+                reporters |= devices
+        except SpecError:
+            raise
+        except (AttributeError, TypeError, KeyError, IndexError, ValueError, RecursionError) as e:
+            # a shape none of the tools prints: name the file, never a traceback
+            raise SpecError(path.name, f"not the output of lldpctl, ibnetdiscover or the port collector: "
+                                       f"unexpected content ({type(e).__name__})") from None
     return Discovery(neighbors, reporters, ports)
+
+
+def _port_states(device: str, doc) -> dict:
+    """{"<ifname>": {"up": bool, "speed_mbps": int, "kind": str}} as the collector writes it."""
+    if not isinstance(doc, dict):
+        raise TypeError("not a mapping of interfaces")
+    states = {}
+    for ifname, st in doc.items():
+        if not isinstance(st, dict):
+            raise TypeError(f"{ifname}: not a mapping")
+        up, speed = st.get("up"), st.get("speed_mbps")
+        speed_ok = isinstance(speed, int) and not isinstance(speed, bool) and 0 < speed < 10**7
+        states[(device, ifname)] = PortState(up if isinstance(up, bool) else None,
+                                             speed // 1000 if speed_ok else None, st.get("kind") in VIRTUAL_KINDS)
+    return states
 
 
 def _json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise SpecError(path.name, f"not valid JSON ({e})") from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as e:  # ValueError: bad JSON, 4,300+ digit integers
+        raise SpecError(path.name, f"not valid JSON ({plain(str(e)[:200])})") from None
 
 
 def scope(plan: Plan, discovery: Discovery, fabrics: tuple[str, ...], limit: tuple[str, ...]
@@ -92,6 +118,18 @@ def scope(plan: Plan, discovery: Discovery, fabrics: tuple[str, ...], limit: tup
     return links, Discovery(kept, {d for d in discovery.reporters if match(d)}, discovery.ports)
 
 
+def site_ends_named(discovery: Discovery, plan: Plan) -> Discovery:
+    """A border port's neighbor is the site's router, under the site's own name: a record on a planned
+    border port whose far device the plan does not hold is that planned cable's site end."""
+    site_end = {lk.a: lk.b for lk in plan.links if lk.site_end}
+    if not site_end:
+        return discovery
+    neighbors = [Neighbor(nb.local, site_end[nb.local], nb.speed_gbps, nb.source)
+                 if nb.local in site_end and nb.remote[0] not in plan.racks else nb
+                 for nb in discovery.neighbors]
+    return Discovery(neighbors, discovery.reporters, discovery.ports)
+
+
 def exit_code(result: Result) -> int:
     return 0 if result.all_correct else 1
 
@@ -99,11 +137,13 @@ def exit_code(result: Result) -> int:
 # ---- output -------------------------------------------------------------------------------------
 
 def _end(e) -> str:
-    return f"{e[0]} {e[1]}"
+    return plain(f"{e[0]} {e[1]}")  # a neighbor names itself: never let its bytes drive the terminal
 
 
 def _planned(lk: PlannedLink | None) -> str:
-    return f"{_end(lk.a)} — {_end(lk.b)}" if lk else ""
+    if not lk:
+        return ""
+    return f"{lk.cable_id + ': ' if lk.cable_id else ''}{_end(lk.a)} — {_end(lk.b)}"
 
 
 def _found(f: Finding) -> str:
@@ -131,8 +171,9 @@ def counts(result: Result) -> dict[str, int]:
 
 def to_json(stack: str, result: Result, tasks: list[Task]) -> dict:
     def link(lk):
-        return None if lk is None else {"a_device": lk.a[0], "a_port": lk.a[1], "b_device": lk.b[0],
-                                        "b_port": lk.b[1], "fabric": lk.fabric, "speed_gbps": lk.speed_gbps}
+        return None if lk is None else {"cable_id": lk.cable_id, "a_device": lk.a[0], "a_port": lk.a[1],
+                                        "b_device": lk.b[0], "b_port": lk.b[1], "fabric": lk.fabric,
+                                        "speed_gbps": lk.speed_gbps}
 
     return {
         "stack": stack,
@@ -145,7 +186,8 @@ def to_json(stack: str, result: Result, tasks: list[Task]) -> dict:
             for f in result.findings if f.kind != "correct"
         ],
         "not_heard": result.not_heard,
-        "work_list": [{"rack": t.rack, "device": t.device, "port": t.port, "action": t.action} for t in tasks],
+        "work_list": [{"rack": t.rack, "device": t.device, "port": t.port, "action": t.action, "cable_id": t.cable_id}
+                      for t in tasks],
     }
 
 
@@ -169,7 +211,7 @@ def print_report(console: Console, stack: str, result: Result, tasks: list[Task]
         if len(shown) < len(problems):
             console.print(f"… {len(problems) - len(shown)} more (--limit-rows 0 or --json for all)", highlight=False)
     if result.not_heard:
-        console.print(f"[bold]not heard from[/] ({len(result.not_heard)}): " + ", ".join(result.not_heard),
+        console.print(f"[bold]not heard from[/] ({len(result.not_heard)}): " + plain(", ".join(result.not_heard)),
                       highlight=False)
     console.print(" ".join(f"{k}={v}" for k, v in c.items()), highlight=False)
     if not tasks:
@@ -180,8 +222,8 @@ def print_report(console: Console, stack: str, result: Result, tasks: list[Task]
     for t in tasks:
         if t.rack != rack:
             rack = t.rack
-            console.print(f"  [bold]{escape(rack)}[/]")
-        console.print(f"    {escape(t.line())}", highlight=False)
+            console.print(f"  [bold]{escape(plain(rack))}[/]")
+        console.print(f"    {escape(plain(t.line()))}", highlight=False)
 
 
 def validate(plan_dir: Path, from_dir: Path, fabrics: tuple[str, ...] = DEFAULT_FABRICS,
@@ -192,7 +234,7 @@ def validate(plan_dir: Path, from_dir: Path, fabrics: tuple[str, ...] = DEFAULT_
     unknown = sorted(set(fabrics) - {lk.fabric for lk in plan.links})
     if unknown:
         raise SpecError("--fabric", f"no such fabric in the plan: {', '.join(unknown)}")
-    links, discovery = scope(plan, read_discovery(from_dir, plan), fabrics, limit)
+    links, discovery = scope(plan, site_ends_named(read_discovery(from_dir, plan), plan), fabrics, limit)
     if not links:
         raise SpecError("--limit", "no planned cable is left to check (both ends must match)")
     result = compare(links, discovery)

@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from topology.operate.cabling_check import Cable, Finding, Result
-from topology.operate.neighbors import Endpoint, Plan
+from topology.operate.neighbors import Endpoint, Plan, PlannedLink
 
 
 @dataclass(frozen=True, slots=True)
@@ -16,10 +16,12 @@ class Task:
     device: str
     port: str
     action: str
+    cable_id: str = ""  # the label on the planned cable this task is about, where there is one
 
     def line(self) -> str:
         where = f"{self.device} {self.port}".rstrip()
-        return f"{self.rack}, {where}: {self.action}"
+        label = f" [cable {self.cable_id}]" if self.cable_id else ""
+        return f"{self.rack}, {where}: {self.action}{label}"
 
 
 def _other(c: Cable, end: Endpoint) -> Endpoint:
@@ -39,8 +41,9 @@ def work_list(result: Result, plan: Plan) -> list[Task]:
     tasks: list[Task] = []
     done: set[Cable] = set()
 
-    def add(end: Endpoint, action: str) -> None:
-        tasks.append(Task(plan.racks.get(end[0], "rack ?"), end[0], end[1], action))
+    def add(end: Endpoint, action: str, *links: PlannedLink) -> None:
+        ids = ", ".join(lk.cable_id for lk in links if lk.cable_id)
+        tasks.append(Task(plan.racks.get(end[0], "rack ?"), end[0], end[1], action, ids))
 
     for f in result.findings:
         if f.kind == "swap":
@@ -54,17 +57,17 @@ def work_list(result: Result, plan: Plan) -> list[Task]:
                     continue
                 done.add(c)
                 if lk.a in c:
-                    add(_other(c, lk.a), _move(_other(c, lk.a), lk.b) + f" (its other end is {_name(lk.a)})")
+                    add(_other(c, lk.a), _move(_other(c, lk.a), lk.b) + f" (its other end is {_name(lk.a)})", lk)
                 elif lk.b in c:
-                    add(_other(c, lk.b), _move(_other(c, lk.b), lk.a) + f" (its other end is {_name(lk.b)})")
+                    add(_other(c, lk.b), _move(_other(c, lk.b), lk.a) + f" (its other end is {_name(lk.b)})", lk)
         elif f.kind == "missing":
             if f.planned.b[0] in result.not_heard or f.planned.a[0] in result.not_heard:
                 continue  # the silent device's own line covers it
-            add(f.planned.a, f"connect to {_name(f.planned.b)}: no link seen ({f.detail})")
+            add(f.planned.a, f"connect to {_name(f.planned.b)}: no link seen ({f.detail})", f.planned)
         elif f.kind == "wrong_speed":
             lk = f.planned
             add(lk.a, f"link to {_name(lk.b)} runs at {f.speed_gbps}G, planned {lk.speed_gbps}G: "
-                      f"check the optic or cable (planned {lk.media or 'media'}) and the port's speed setting")
+                      f"check the optic or cable (planned {lk.media or 'media'}) and the port's speed setting", lk)
         elif f.kind == "unplanned":
             (a, b), = f.found
             if a[0] not in plan.racks and b[0] in plan.racks:
@@ -81,10 +84,10 @@ def _swap(f: Finding, add) -> None:
     for (x1, y1), (x2, y2) in (((l1.a, l1.b), (l2.a, l2.b)), ((l1.b, l1.a), (l2.b, l2.a)),
                                ((l1.a, l1.b), (l2.b, l2.a)), ((l1.b, l1.a), (l2.a, l2.b))):
         if x1[0] == x2[0]:
-            add(x1, f"swap with {x2[1]} (swapped pair: {x1[1]} goes to {_name(y1)}, {x2[1]} to {_name(y2)})")
+            add(x1, f"swap with {x2[1]} (swapped pair: {x1[1]} goes to {_name(y1)}, {x2[1]} to {_name(y2)})", l1, l2)
             return
     x1, y1, x2, y2 = l1.a, l1.b, l2.a, l2.b
-    add(x1, f"swapped with {_name(x2)}: {x1[1]} goes to {_name(y1)}, {_name(x2)} to {_name(y2)}")
+    add(x1, f"swapped with {_name(x2)}: {x1[1]} goes to {_name(y1)}, {_name(x2)} to {_name(y2)}", l1, l2)
 
 
 def _port_key(port: str) -> tuple:

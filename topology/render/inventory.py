@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from topology import catalog
 from topology.model import Device, Layout
 from topology.names import row_letters
+from topology.render import rollout
 from topology.render.files import GENERATED
 from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
 
@@ -280,6 +281,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         if lk.tier in ("mgmt-core", "service-inband"):
             service_members.setdefault(lk.a_device, []).append(lk.a_port)
     groups: dict[str, dict] = {g: {} for g in ROLE_GROUPS.values()}
+    ethernet_devices: list[Device] = []
     su_groups: dict[str, list[str]] = {}
     rack_groups: dict[str, list[str]] = {}
     ethernet: list[str] = []
@@ -314,6 +316,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
             ).model_dump()
             if hv["superpod_switch_os"] is not None:
                 ethernet.append(d.name)
+                ethernet_devices.append(d)
         groups[ROLE_GROUPS[d.role]][d.name] = hv
         if d.su is not None:
             su_groups.setdefault(f"su{d.su:02d}", []).append(d.name)
@@ -321,6 +324,10 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
 
     children: dict[str, dict] = dict(groups)
     children[ETHERNET_SWITCHES] = {n: None for n in ethernet}
+    # switch_fabric's batches, one play each in site.yml (topology/render/rollout.py)
+    for g, names in rollout.batches(ethernet_devices).items():
+        children[g] = {n: None for n in names}
+    children[rollout.CANARY_GROUP] = {}
     for g, names in sorted(su_groups.items()) + sorted(rack_groups.items()):
         children[g] = {n: None for n in names}
 

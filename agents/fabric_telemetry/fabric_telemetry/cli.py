@@ -9,10 +9,11 @@ import sys
 import threading
 import time
 
-from prometheus_client import generate_latest, start_http_server
+from prometheus_client import generate_latest
 from pydantic import ValidationError
 
 from .config import load_config
+from .server import serve
 
 log = logging.getLogger("fabric_telemetry")
 
@@ -22,7 +23,7 @@ def _run(config_path: str) -> int:
 
     cfg = load_config(config_path)
     registry, _ = make_registry(cfg)
-    server, _thread = start_http_server(cfg.listen.port, cfg.listen.address, registry=registry)
+    server = serve(cfg, registry)
     log.info("serving metrics on %s:%d for %s (%s): %d NICs", cfg.listen.address, server.server_port, cfg.node,
              cfg.su or "no SU", len(cfg.nics))
     stop = threading.Event()
@@ -31,6 +32,7 @@ def _run(config_path: str) -> int:
     stop.wait()
     log.info("stopping")
     server.shutdown()
+    server.server_close()
     return 0
 
 

@@ -13,7 +13,7 @@ from prometheus_client.registry import Collector, CollectorRegistry
 from . import __version__
 from .config import ExporterConfig
 from .counters import PREFIX, by_metric, metric_labels, rate_name
-from .sources import NicReading, read_all
+from .sources import NicReader, NicReading
 
 NIC_LABELS = ("node", "su", "kind", "netdev", "hca", "rail", "gpu", "leaf", "leaf_port")
 SOURCES = ("ethtool", "hw_counters", "counters", "net")
@@ -24,6 +24,7 @@ class FabricCollector(Collector):
         self.cfg = cfg
         self.clock = clock
         self._lock = threading.Lock()
+        self._reader = NicReader(cfg)
         self._last: list[tuple[float, dict]] | None = None
         self._nic_labels = [tuple(n.labels(cfg.node, cfg.su)[k] for k in NIC_LABELS) for n in cfg.nics]
         self._prio_index = {m: labels.index("priority") for m in by_metric()
@@ -46,7 +47,7 @@ class FabricCollector(Collector):
     def collect(self):
         with self._lock:
             t0 = self.clock()
-            readings = read_all(self.cfg)
+            readings = self._reader.read_all()
             now = self.clock()
             families = self._families(readings, now)
             self._last = [(now, r.counters) for r in readings]
@@ -64,6 +65,8 @@ class FabricCollector(Collector):
                  ("link_planned_speed_bits_per_second", "Link speed the plan expects (layout).", ()),
                  ("rdma_port_active", "1 when the RDMA port state is ACTIVE.", ()),
                  ("source_up", "1 when the source could be read for this NIC.", ("source",)),
+                 ("reading_stale", "1 when this NIC's sysfs did not answer within the scrape budget: "
+                                   "its last good values are shown.", ()),
              )}
         counters = {m: CounterMetricFamily(PREFIX + m.removesuffix("_total"), cs[0].help,
                                            labels=[*NIC_LABELS, *metric_labels(m)])
@@ -74,6 +77,7 @@ class FabricCollector(Collector):
         for i, (nic, r) in enumerate(zip(self.cfg.nics, readings, strict=True)):
             lv = list(self._nic_labels[i])
             g["nic_present"].add_metric(lv, 1.0 if r.present else 0.0)
+            g["reading_stale"].add_metric(lv, 1.0 if r.stale else 0.0)
             for name, v in (("link_up", r.link_up), ("link_speed_bits_per_second", r.speed_bps),
                             ("rdma_port_active", r.rdma_active)):
                 if v is not None:

@@ -15,8 +15,23 @@ class _Model(BaseModel):
 
 
 class Listen(_Model):
-    address: str = "0.0.0.0"
+    # loopback unless told: the role binds the node's management (in-band) address
+    address: str = "127.0.0.1"
     port: int = Field(9735, ge=0, le=65535)
+    max_connections: int = Field(16, ge=1, le=1024)  # Prometheus needs one or two
+    idle_timeout_s: float = Field(10.0, gt=0, le=300)
+    basic_auth_user: str = ""
+    basic_auth_password_file: str = ""  # mode 0600; the password never sits in this file
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+
+    @model_validator(mode="after")
+    def _pairs(self) -> Listen:
+        if bool(self.basic_auth_user) != bool(self.basic_auth_password_file):
+            raise ValueError("basic_auth_user and basic_auth_password_file go together")
+        if bool(self.tls_cert_file) != bool(self.tls_key_file):
+            raise ValueError("tls_cert_file and tls_key_file go together")
+        return self
 
 
 class Nic(_Model):

@@ -1,10 +1,15 @@
-"""Reading one NIC: sysfs files and `ethtool -S` output. Every ethtool of a scrape is started
-at once and collected after the sysfs reads, so a scrape costs about one ethtool, not ten."""
+"""Reading one NIC: sysfs files and `ethtool -S` output. Every ethtool of a scrape is started at
+once and every NIC's sysfs is read in its own thread, all within one time budget: a hung ethtool
+or a sysfs read that never returns costs that NIC's freshness, never the scrape. Bytes that do
+not decode cost the value they are in."""
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -20,11 +25,15 @@ class NicReading:
     rdma_active: float | None = None
     counters: dict[tuple[str, tuple[str, ...]], float] = field(default_factory=dict)
     source_ok: dict[str, bool] = field(default_factory=dict)
+    stale: bool = False  # sysfs did not answer within the budget: the last good reading, marked
+
+
+SYSFS_SOURCES = ("net", "hw_counters", "counters")
 
 
 def _read(path: Path) -> str | None:
     try:
-        return path.read_text().strip()
+        return path.read_bytes().decode("utf-8", "replace").strip()
     except OSError:  # absent counter, or one the firmware refuses to read (EINVAL)
         return None
 
@@ -69,17 +78,17 @@ def read_sysfs(cfg: ExporterConfig, nic: Nic, r: NicReading) -> None:
 def start_ethtool(cfg: ExporterConfig, nic: Nic) -> subprocess.Popen | None:
     try:
         return subprocess.Popen([*cfg.ethtool_command, nic.netdev], stdout=subprocess.PIPE,
-                                stderr=subprocess.DEVNULL, text=True)
+                                stderr=subprocess.DEVNULL)
     except OSError:
         return None
 
 
-def finish_ethtool(cfg: ExporterConfig, proc: subprocess.Popen | None, r: NicReading) -> None:
+def finish_ethtool(proc: subprocess.Popen | None, r: NicReading, deadline: float) -> None:
     if proc is None:
         r.source_ok["ethtool"] = False
         return
     try:
-        out, _ = proc.communicate(timeout=cfg.ethtool_timeout_s)
+        out, _ = proc.communicate(timeout=max(0.01, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.communicate()
@@ -87,14 +96,61 @@ def finish_ethtool(cfg: ExporterConfig, proc: subprocess.Popen | None, r: NicRea
         return
     r.source_ok["ethtool"] = proc.returncode == 0
     if proc.returncode == 0:
-        r.counters.update(match("ethtool", parse_ethtool(out)))
+        r.counters.update(match("ethtool", parse_ethtool(out.decode("utf-8", "replace"))))
+
+
+class SysfsRead:
+    """One NIC's sysfs read in a daemon thread (a read stuck in the kernel cannot be cancelled,
+    and must not keep the process from stopping)."""
+
+    def __init__(self, cfg: ExporterConfig, nic: Nic):
+        self.done = threading.Event()
+        self.reading = NicReading()
+        threading.Thread(target=self._run, args=(cfg, nic), daemon=True, name=f"sysfs-{nic.netdev}").start()
+
+    def _run(self, cfg: ExporterConfig, nic: Nic) -> None:
+        try:
+            read_sysfs(cfg, nic, self.reading)
+        finally:
+            self.done.set()
+
+
+class NicReader:
+    """Reads every NIC of the plan within cfg.ethtool_timeout_s. A NIC whose sysfs read is still
+    running is not read again (threads stay one per NIC at most): its last good reading is served,
+    marked stale, with its sysfs sources down."""
+
+    def __init__(self, cfg: ExporterConfig):
+        self.cfg = cfg
+        self.pending: list[SysfsRead | None] = [None] * len(cfg.nics)
+        self.last: list[NicReading | None] = [None] * len(cfg.nics)
+
+    def read_all(self) -> list[NicReading]:
+        cfg = self.cfg
+        deadline = time.monotonic() + cfg.ethtool_timeout_s
+        procs = [start_ethtool(cfg, nic) for nic in cfg.nics]
+        for i, nic in enumerate(cfg.nics):
+            if self.pending[i] is None:
+                self.pending[i] = SysfsRead(cfg, nic)
+        readings = []
+        for i, read in enumerate(self.pending):
+            if read.done.wait(max(0.0, deadline - time.monotonic())):
+                self.pending[i] = None
+                self.last[i] = read.reading
+                readings.append(copy.deepcopy(read.reading))
+            else:
+                readings.append(self._stale(i))
+        for proc, r in zip(procs, readings, strict=True):
+            finish_ethtool(proc, r, deadline)
+        return readings
+
+    def _stale(self, i: int) -> NicReading:
+        r = copy.deepcopy(self.last[i]) if self.last[i] is not None else NicReading()
+        r.stale = True  # its ethtool counters are added fresh by the caller, as for any NIC
+        r.source_ok.update({src: False for src in SYSFS_SOURCES})
+        return r
 
 
 def read_all(cfg: ExporterConfig) -> list[NicReading]:
-    procs = [start_ethtool(cfg, nic) for nic in cfg.nics]
-    readings = [NicReading() for _ in cfg.nics]
-    for nic, r in zip(cfg.nics, readings, strict=True):
-        read_sysfs(cfg, nic, r)
-    for proc, r in zip(procs, readings, strict=True):
-        finish_ethtool(cfg, proc, r)
-    return readings
+    """One read of every NIC (no staleness kept between calls: the collector keeps a NicReader)."""
+    return NicReader(cfg).read_all()

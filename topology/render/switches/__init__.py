@@ -12,7 +12,7 @@ from topology.render.switches.build import iter_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
-from topology.render.switches.sonic import render_config_db, sonic_ports
+from topology.render.switches.sonic import port_map, render_config_db
 
 SUBDIR = "switches"
 
@@ -28,9 +28,8 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
     for sw in iter_intents(layout):
         model = cat.switches[sw.model]
         if sw.os == "sonic":
-            names = sonic_ports(model)
             yield base / sw.name / "config_db.json", render_config_db(sw, model)
-            yield base / sw.name / "frr.conf", render_frr(sw, lambda p, n=names: n[p][0])
+            yield base / sw.name / "frr.conf", render_frr(sw, port_map(sw, model).name_of)
         else:
             yield base / sw.name / "startup.yaml", render_nvue(sw)
     if layout.spec.compute_fabric.kind == "infiniband":

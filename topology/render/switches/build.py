@@ -11,8 +11,9 @@ from topology import catalog
 from topology.ipam import OOB_VLAN
 from topology.model import Address, Device, Layout, Link
 from topology.render.switches import inband_routing, pairing, sections
-from topology.render.switches.intent import SwitchIntent
+from topology.render.switches.intent import Services, SwitchIntent
 from topology.render.switches.qos import ROCE_QOS
+from topology.render.telemetry import GNMI_PORT
 
 FABRIC_OF_ROLE = {
     "leaf": "compute",
@@ -97,6 +98,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
     roce = spec.compute_fabric.kind == "roce"
     by_name = {d.name: d for d in layout.devices}
     partner = _partners(layout.devices)
+    services = _services(spec.switch_services)
     for d in layout.devices:
         fabric = FABRIC_OF_ROLE.get(d.role)
         model = cat.switches.get(d.model)
@@ -168,6 +170,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
                 vlans = sorted(set(vlans) | {gw.vlan})
             if d.role == "inband_core" or d.su is None:
                 bonds = pairing.subnet_vlans(bonds, own, layout.addresses_by_device)
+            if spec.switch_services.host_bond_edge:
+                bonds = tuple(replace(b, edge=True) for b in bonds)
         yield SwitchIntent(
             name=d.name,
             role=d.role,
@@ -185,6 +189,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             pairing=pair,
             qos=ROCE_QOS if roce and fabric == "compute" else None,
             notes=_notes(d.role),
+            services=services if bgp else replace(services, graceful_restart="off"),
+            os_release=_os_release(spec, switch_os(spec, fabric)),
         )
 
 
@@ -192,6 +198,16 @@ def site_announce(spec) -> tuple[str, ...]:
     """The summaries the cores may announce to the site: the in-band pool (the mgmt nodes' and every
     node's in-band subnet), and the OOB pool (every BMC) only where management.oob.announce_to_site."""
     return (spec.addressing.inband,) + ((spec.addressing.oob,) if spec.management.oob.announce_to_site else ())
+
+
+def _services(ss) -> Services:
+    return Services(ntp=tuple(ss.ntp_servers), dns=tuple(ss.dns_servers), syslog=tuple(ss.syslog_servers),
+                    gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart,
+                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None)
+
+
+def _os_release(spec, os_name: str) -> str:
+    return spec.switch_software.cumulus_release if os_name == "cumulus" else ""
 
 
 def _partners(devices: list[Device]) -> dict[str, str]:

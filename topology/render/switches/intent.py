@@ -21,6 +21,7 @@ class Port:
     access_vlan: int | None = None  # L2 access port of a bridged subnet
     lossless: bool = False  # RoCE lossless QoS (PFC, ECN, watchdog) applies here
     mtu: int = JUMBO_MTU
+    cable_m: float = 0.0  # the planned cable's stock length (lossless headroom depends on it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +48,7 @@ class Bond:
     peer: str  # the node (or mgmt node) at the far end
     pair_id: int  # MLAG id / EVPN-MH segment local-id: the same on both switches of the pair
     access_vlan: int | None = None
+    edge: bool = False  # a host's bond: LACP bypass (PXE), STP admin edge and BPDU guard
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,18 @@ class Qos:
     pfcwd_action: str  # drop
 
 
+@dataclass(frozen=True, slots=True)
+class Services:
+    """switch_services of the spec: servers reached through the management VRF."""
+
+    ntp: tuple[str, ...] = ()
+    dns: tuple[str, ...] = ()
+    syslog: tuple[str, ...] = ()
+    gnmi_port: int | None = None  # the gNMI server's port (telemetry/gnmic.yml dials it); None: off
+    graceful_restart: str = "off"  # BGP: off | helper-only | full
+    bfd: tuple[int, int] | None = None  # (interval ms, multiplier) on the pod's own BGP sessions; None: off
+
+
 @dataclass(frozen=True)
 class SwitchIntent:
     name: str
@@ -136,3 +150,5 @@ class SwitchIntent:
     pairing: Pairing | None = None
     qos: Qos | None = None
     notes: tuple[str, ...] = field(default=())  # what the plan leaves to the operator, said in the config
+    services: Services = Services()
+    os_release: str = ""  # the OS release the config is written for (cumulus: switch_software.cumulus_release)

@@ -4,35 +4,74 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from topology.render.files import GENERATED
 from topology.render.switches.frr import BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
 from topology.render.switches.intent import BorderPolicy, Port, Qos, SwitchIntent
+from topology.spec import CUMULUS_RELEASES
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How a Cumulus release spells the same intent. NVIDIA's NVUE object model changed at 5.15:
+    an interface's `ip` became `ipv4` (its VRF moved up to the interface), every `enable: on|off`
+    became `state: enabled|disabled`, the VRR gateway's up/down object became `vrr-state`, and a
+    BGP neighbor's BFD timers moved into a profile under `router bfd`.
+    tests/test_nvue_model.py judges both spellings by each release's own model."""
+
+    ip: str
+    switch: str  # the key that turns a feature on
+    on: str  # its value, and the value of on/off options (aspath-ignore, summary-only)
+    vrf_on_interface: bool
+    vrr_state: str
+    bfd_profiles: bool  # BFD timers in a `router bfd profile` the neighbor names, or on the neighbor itself
+
+    def enabled(self) -> dict:
+        return {self.switch: self.on}
+
+
+ENABLE_ON = Dialect(ip="ip", switch="enable", on="on", vrf_on_interface=False, vrr_state="state", bfd_profiles=False)
+STATE_ENABLED = Dialect(ip="ipv4", switch="state", on="enabled", vrf_on_interface=True, vrr_state="vrr-state",
+                        bfd_profiles=True)
+BFD_PROFILE = "fabric"
+_STATE_SINCE = (5, 15)
+
+
+def _release(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split("."))
+
+
+def dialect(release: str) -> Dialect:
+    """The release's dialect; "" (an intent built without a spec) is the newest release."""
+    return STATE_ENABLED if _release(release or CUMULUS_RELEASES[-1]) >= _STATE_SINCE else ENABLE_ON
 
 
 def _speed(gbps: int) -> str:
     return f"{gbps}G"
 
 
-def _interfaces(sw: SwitchIntent) -> dict:
+def _interfaces(sw: SwitchIntent, d: Dialect) -> dict:
     out: dict = {}
     if sw.loopback:
-        out["lo"] = {"type": "loopback", "ip": {"address": {sw.loopback: {}}}}
+        out["lo"] = {"type": "loopback", d.ip: {"address": {sw.loopback: {}}}}
     if sw.mgmt:
-        out[sw.mgmt.interface] = {
-            "type": "eth",
-            "ip": {"address": {sw.mgmt.address: {}}, "vrf": sw.mgmt.vrf},
-        }
+        eth: dict = {"type": "eth", d.ip: {"address": {sw.mgmt.address: {}}}}
+        if d.vrf_on_interface:
+            eth["vrf"] = sw.mgmt.vrf
+        else:
+            eth[d.ip]["vrf"] = sw.mgmt.vrf
+        out[sw.mgmt.interface] = eth
     for b in sw.breakouts:
         out[b.cage] = {"type": "swp", "link": {"breakout": {f"{b.lanes}x": {}}}}
     for p in sw.ports:
-        out[p.name] = _PortBlock(p)
-    out.update(_bonds(sw))
+        out[p.name] = _PortBlock(p, d.ip)
+    out.update(_bonds(sw, d))
     for svi in sw.svis:
         ip: dict = {"address": {svi.address: {}}}
         if svi.vrr:
-            ip["vrr"] = {"address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, "state": {"up": {}}}
-        out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, "ip": ip}
+            ip["vrr"] = {**d.enabled(), "address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, d.vrr_state: {"up": {}}}
+        out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, d.ip: ip}
     return out
 
 
@@ -42,10 +81,11 @@ class _PortBlock:
     shape: type, description, link (mtu, speed, state up), then ip address, bridge access VLAN
     and the PFC watchdog where they apply."""
 
-    __slots__ = ("port",)
+    __slots__ = ("port", "ip")
 
-    def __init__(self, port: Port):
+    def __init__(self, port: Port, ip: str):
         self.port = port
+        self.ip = ip  # the release's interface address key (ip / ipv4)
 
     def write(self, pad: str, out: list[str]) -> None:
         p = self.port
@@ -53,15 +93,15 @@ class _PortBlock:
         out.append(f"{pad}type: swp\n{pad}description: {_plain_or_quoted(p.peer)}\n")
         out.append(_link_lines(pad, p.mtu, p.speed_gbps))
         if p.address:
-            out.append(f"{pad}ip:\n{pad}  address:\n{pad}    {_plain_or_quoted(p.address)}: {{}}\n")
+            out.append(f"{pad}{self.ip}:\n{pad}  address:\n{pad}    {_plain_or_quoted(p.address)}: {{}}\n")
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")
         if p.lossless:
-            out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enabled\n")
+            out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enable\n")
 
 
-def _bonds(sw: SwitchIntent) -> dict:
+def _bonds(sw: SwitchIntent, d: Dialect) -> dict:
     """Per-node bonds (MLAG ids or EVPN-MH segments) and the MLAG peer link."""
     out: dict = {}
     pair = sw.pairing
@@ -69,20 +109,25 @@ def _bonds(sw: SwitchIntent) -> dict:
         bond: dict = {"member": {m: {} for m in b.members}}
         iface: dict = {"type": "bond", "description": b.peer, "bond": bond}
         if pair and pair.mode == "mlag":
-            bond["mlag"] = {"enable": "on", "id": b.pair_id}
+            bond["mlag"] = {**d.enabled(), "id": b.pair_id}
         elif pair:
             iface["evpn"] = {
                 "multihoming": {
                     "segment": {
-                        "enable": "on",
+                        **d.enabled(),
                         "local-id": b.pair_id,
                         "mac-address": pair.system_mac,
                         "df-preference": pair.priority,
                     }
                 }
             }
+        if b.edge:  # PXE runs before the host's LACP: the bond forwards on one member until LACP is up
+            bond["lacp-bypass"] = d.on
         if b.access_vlan is not None:
-            iface["bridge"] = {"domain": {"br_default": {"access": b.access_vlan}}}
+            domain: dict = {"access": b.access_vlan}
+            if b.edge:  # a host, never a bridge: edge at once, shut if it sends BPDUs
+                domain["stp"] = {"admin-edge": d.on, "bpdu-guard": d.on}
+            iface["bridge"] = {"domain": {"br_default": domain}}
         out[b.name] = iface
     if pair and pair.peer_link:
         out["peerlink"] = {"type": "peerlink", "bond": {"member": {m: {} for m in pair.peer_link}}}
@@ -90,17 +135,17 @@ def _bonds(sw: SwitchIntent) -> dict:
     return out
 
 
-def _pairing(sw: SwitchIntent) -> dict:
+def _pairing(sw: SwitchIntent, d: Dialect) -> dict:
     pair = sw.pairing
     if pair.mode == "mlag":
-        mlag: dict = {"enable": "on", "mac-address": pair.system_mac, "peer-ip": "linklocal", "priority": pair.priority}
+        mlag: dict = {**d.enabled(), "mac-address": pair.system_mac, "peer-ip": "linklocal", "priority": pair.priority}
         if pair.backup_ip:
             mlag["backup"] = {pair.backup_ip: {"vrf": sw.mgmt.vrf if sw.mgmt else "mgmt"}}
         return {"mlag": mlag}
-    return {"evpn": {"enable": "on", "multihoming": {"enable": "on"}}}
+    return {"evpn": {**d.enabled(), "multihoming": d.enabled()}}
 
 
-def _bgp(sw: SwitchIntent) -> dict:
+def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
     b = sw.bgp
     neighbors = {}
     for n in b.neighbors:
@@ -108,6 +153,8 @@ def _bgp(sw: SwitchIntent) -> dict:
             neighbors[n.interface] = {"type": "unnumbered", "remote-as": "external", "description": n.peer}
         else:
             neighbors[n.address] = {"type": "numbered", "remote-as": n.remote_as, "description": n.peer}
+        if sw.services.bfd and not n.site:  # the pod's own sessions; the site's routers may not run BFD
+            neighbors[n.interface if b.unnumbered else n.address]["bfd"] = _bfd_neighbor(sw.services.bfd, d)
         if b.border and n.site:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
@@ -115,23 +162,64 @@ def _bgp(sw: SwitchIntent) -> dict:
         if n.next_hop_self:  # iBGP across a pair's peer link (topology/inband_routing.py)
             neighbors[n.address]["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
     ipv4 = {
-        "enable": "on",
+        **d.enabled(),
         "multipaths": {"ebgp": b.max_paths},
         "network": {net: {} for net in b.networks},
     }
     if b.aggregates:
-        ipv4["aggregate-route"] = {agg: {"summary-only": "on"} for agg in b.aggregates}
+        ipv4["aggregate-route"] = {agg: {"summary-only": d.on} for agg in b.aggregates}
     return {
         "router": {
             "bgp": {
-                "enable": "on",
+                **d.enabled(),
                 "router-id": b.router_id,
-                "path-selection": {"multipath": {"aspath-ignore": "on"}},
+                "path-selection": {"multipath": {"aspath-ignore": d.on}},
                 "address-family": {"ipv4-unicast": ipv4},
                 "neighbor": neighbors,
             }
         }
     }
+
+
+_SYSTEM_SERVICES_SINCE = (5, 15)  # NTP and DNS moved from `service <name> <vrf>` to `system <name>`
+_SYSTEM_SYSLOG_SINCE = (5, 13)  # syslog moved earlier
+SYSLOG_PORT = 514
+
+
+def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[dict, dict]:
+    """(`system` additions, `service` tree) for the spec's switch services in the release's places."""
+    sv, vrf = sw.services, (sw.mgmt.vrf if sw.mgmt else "default")
+    system: dict = {}
+    service: dict = {}
+    if sv.ntp:
+        servers = {ip: {"iburst": d.on} for ip in sv.ntp}
+        if release >= _SYSTEM_SERVICES_SINCE:
+            system["ntp"] = {**d.enabled(), "vrf": vrf, "server": servers}
+        else:
+            service["ntp"] = {vrf: {"server": servers}}
+    if sv.dns:
+        if release >= _SYSTEM_SERVICES_SINCE:
+            system["dns"] = {"server": {ip: {"vrf": vrf} for ip in sv.dns}}
+        else:
+            service["dns"] = {vrf: {"server": {ip: {} for ip in sv.dns}}}
+    if sv.syslog:
+        target = {"port": SYSLOG_PORT, "protocol": "udp"}
+        if release >= _SYSTEM_SYSLOG_SINCE:
+            system["syslog"] = {"server": {ip: {**target, "vrf": vrf} for ip in sv.syslog}}
+        else:
+            service["syslog"] = {vrf: {"server": {ip: dict(target) for ip in sv.syslog}}}
+    if sv.gnmi_port is not None:  # the spec refuses gnmi_server before 5.13; its state is enabled|disabled from then
+        system["gnmi-server"] = {"state": "enabled", "port": sv.gnmi_port}
+    return system, service
+
+
+def _bfd_timers(bfd: tuple[int, int]) -> dict:
+    interval, multiplier = bfd
+    return {"detect-multiplier": multiplier, "min-rx-interval": interval, "min-tx-interval": interval}
+
+
+def _bfd_neighbor(bfd: tuple[int, int], d: Dialect) -> dict:
+    return {"profile": BFD_PROFILE} if d.bfd_profiles else {**d.enabled(), **_bfd_timers(bfd)}
 
 
 def _border_policy(p: BorderPolicy) -> dict:
@@ -152,9 +240,9 @@ def _border_policy(p: BorderPolicy) -> dict:
             "route-map": {BORDER_IN: rmap(SITE_IN), BORDER_OUT: rmap(POD_OUT if p.announce else None)}}
 
 
-def _qos(q: Qos) -> dict:
+def _qos(q: Qos, d: Dialect) -> dict:
     return {
-        "roce": {"enable": "on", "mode": "lossless"},
+        "roce": {**d.enabled(), "mode": "lossless"},
         "mapping": {
             "default-global": {
                 "trust": "l3",
@@ -187,28 +275,42 @@ def _qos(q: Qos) -> dict:
 
 
 def render_nvue(sw: SwitchIntent) -> str:
+    d = dialect(sw.os_release)
+    release = sw.os_release or CUMULUS_RELEASES[-1]
+    system, service = _services(sw, d, _release(release))
     body: dict = {
-        "system": {"hostname": sw.name},
-        "interface": _interfaces(sw),
+        "system": {"hostname": sw.name, **system},
+        "interface": _interfaces(sw, d),
     }
+    if service:
+        body["service"] = service
     if sw.vlans:
         body["bridge"] = {"domain": {"br_default": {"vlan": {str(v): {} for v in sw.vlans}}}}
     if sw.pairing:
-        body.update(_pairing(sw))
+        body.update(_pairing(sw, d))
+    router: dict = {}
     if sw.bgp:
-        body["router"] = {"bgp": {"enable": "on", "autonomous-system": sw.bgp.asn, "router-id": sw.bgp.router_id}}
+        router["bgp"] = {**d.enabled(), "autonomous-system": sw.bgp.asn, "router-id": sw.bgp.router_id}
+        if sw.services.graceful_restart != "off":
+            router["bgp"]["graceful-restart"] = {"mode": sw.services.graceful_restart}
         if sw.bgp.border:
-            body["router"]["policy"] = _border_policy(sw.bgp.border)
+            router["policy"] = _border_policy(sw.bgp.border)
+        if sw.services.bfd and d.bfd_profiles and any(not n.site for n in sw.bgp.neighbors):
+            router["bfd"] = {**d.enabled(), "profile": {BFD_PROFILE: _bfd_timers(sw.services.bfd)}}
+    if any(svi.vrr for svi in sw.svis):  # `ip vrr` answers only with VRR on globally (NVUE's default: off)
+        router["vrr"] = d.enabled()
+    if router:
+        body["router"] = router
     vrf: dict = {}
     if sw.bgp:
-        vrf["default"] = _bgp(sw)
+        vrf["default"] = _bgp(sw, d)
     if sw.mgmt:
         vrf[sw.mgmt.vrf] = {"router": {"static": {"0.0.0.0/0": {"via": {sw.mgmt.gateway: {}}}}}}
     if vrf:
         body["vrf"] = vrf
     if sw.qos:
-        body["qos"] = _qos(sw.qos)
-    header = f"# {GENERATED}\n# {sw.name} ({sw.role}, {sw.model}): NVIDIA Cumulus Linux 5.x NVUE\n"
+        body["qos"] = _qos(sw.qos, d)
+    header = f"# {GENERATED}\n# {sw.name} ({sw.role}, {sw.model}): NVIDIA Cumulus Linux {release} NVUE\n"
     header += "".join(f"# note: {n}\n" for n in sw.notes)
     out = [header, "- set:\n"]
     _emit(body, "    ", out)

@@ -54,6 +54,7 @@ def ports(
                 else "",
                 access_vlan=access_vlan.get(local),
                 lossless=roce and lk.tier in LOSSLESS_TIERS,
+                cable_m=lk.length_m,
             )
         )
     return tuple(sorted(out, key=lambda p: _port_key(p.name)))
