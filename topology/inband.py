@@ -238,8 +238,9 @@ def inband_fabric(
             else:
                 b, p = divmod(g, sz.block_switches)
                 far, far_port, tier = spine_names[b * up + j], core_sw.port(p, sz.up_speed), "inband-spine"
+            # slot: the switch's end-state ordinal x uplinks + j (its /31, ipam.py)
             links.append(Link(sw_name, port(sz.first_up + j, sz.up_speed), far, far_port, "inband", tier,
-                              sz.up_speed))
+                              sz.up_speed, slot=g * up + j))
 
     def pair_peer_links(a: str, b: str, pair: int) -> None:
         for k in range(sz.peer_links):
@@ -318,4 +319,4 @@ def _spines(
             g2, link = divmod(k, lpc)
             links.append(Link(spine_names[s], core_sw.port(sz.spine_down + k, sz.up_speed),
                               core_names[j * sz.cores_per_group + g2], core_sw.port(b * lpc + link, sz.up_speed),
-                              "inband", "inband-spine-core", sz.up_speed))
+                              "inband", "inband-spine-core", sz.up_speed, slot=s * sz.spine_up + k))

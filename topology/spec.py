@@ -161,6 +161,10 @@ class Oob(_Spec):
         "or the services pair of a three-tier in-band fabric: the mgmt nodes' path to every BMC"
     )
     switch_os: SwitchOs = "cumulus"
+    announce_to_site: bool = Field(
+        False, description="the in-band cores announce addressing.oob (every BMC's subnet) to the site's border "
+        "routers; off: the site gets the in-band summary only and reaches the BMCs through the mgmt nodes"
+    )
 
     _switch = field_validator("switch_model", "aggregation_model")(lambda v: _known("switches", v))
 

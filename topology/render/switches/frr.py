@@ -52,8 +52,12 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
         lines.append(" neighbor FABRIC capability extended-nexthop")
     for n in b.neighbors:
         peer = port_name(n.interface) if b.unnumbered else n.address
-        lines.append(f" neighbor {peer} {'interface ' if b.unnumbered else ''}peer-group FABRIC")
-        lines.append(f" neighbor {peer} remote-as {n.remote_as}")
+        if n.next_hop_self and not b.unnumbered:  # iBGP across a peer link: FRR keeps a peer group all
+            lines.append(f" neighbor {peer} remote-as {n.remote_as}")  # external or all internal
+            lines.append(f" neighbor {peer} timers 3 9")
+        else:
+            lines.append(f" neighbor {peer} {'interface ' if b.unnumbered else ''}peer-group FABRIC")
+            lines.append(f" neighbor {peer} remote-as {n.remote_as}")
         lines.append(f" neighbor {peer} description {n.peer}")
         if bfd and not n.site:
             lines.append(f" neighbor {peer} bfd profile {bfd.profile}")
@@ -62,6 +66,8 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines += [f"  network {net}" for net in b.networks]
     lines += [f"  aggregate-address {agg} summary-only" for agg in b.aggregates]
     lines.append("  neighbor FABRIC activate")
+    for n in (n for n in b.neighbors if n.next_hop_self and not b.unnumbered):
+        lines += [f"  neighbor {n.address} activate", f"  neighbor {n.address} next-hop-self"]
     if b.border:
         for n in (n for n in b.neighbors if n.site):
             peer = port_name(n.interface) if b.unnumbered else n.address

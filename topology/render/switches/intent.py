@@ -72,6 +72,7 @@ class Neighbor:
     address: str  # peer's address ("" for unnumbered: the session runs over the port's IPv6 LLA)
     remote_as: int | str  # a planned ASN, or "external" (the site's border when addressing.border_asn is unset)
     site: bool = False  # a session to the site's border routers: the border policy applies to it
+    next_hop_self: bool = False  # iBGP across a pair's peer link: the partner's uplink next hops are not ours
 
 
 @dataclass(frozen=True, slots=True)

@@ -256,17 +256,18 @@ def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn:
 
 
 def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], summaries: tuple[str, ...],
-               site_routes: tuple[str, ...] = ("0.0.0.0/0",)) -> Bgp:
+               site_routes: tuple[str, ...] = ("0.0.0.0/0",), announce: tuple[str, ...] | None = None) -> Bgp:
     """Originates the management subnets this core holds (its in-band SVIs, its OOB /31s) and
     announces the pod's management pools to the site as summaries (NVIDIA's north-south design:
     aggregate summary routes toward the edge), nothing else; takes in only `site_routes` (the
     site's default route), on its site sessions only (`nbrs` may hold its OOB sessions too);
-    router-id: its first border address."""
+    router-id: its first border address. `announce`: the summaries the site may see (default all)."""
     held = sorted({a.network for a in own.values() if not a.interface.endswith("-v0") and (
         a.pool == "inband" or _oob_p2p(a))}, key=network_key)  # not eth0's rack subnet: that is the mgmt VRF's
     router_id = min((a.address.split("/")[0] for a in own.values() if a.pool == "border"), key=address_key)
     aggregates = summaries if held else ()
-    return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), aggregates))
+    out = aggregates if announce is None else tuple(a for a in aggregates if a in announce)
+    return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), out))
 
 
 def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
