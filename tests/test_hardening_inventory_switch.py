@@ -159,7 +159,8 @@ def test_read_only_inventory_folder_is_refused_before_the_switch():
 @pytest.mark.timeout(120)
 def test_first_plans_killed_right_after_the_switch_show_a_whole_inventory(tmp_path):
     """The issue's trial: a first plan killed with SIGKILL as soon as `build/lab` appears (6 of
-    12 left the inventory incomplete before; the first trial here already did), 4 times: the inventory shows every generated file,
+    12 left the inventory incomplete before; the first trial here already did), 4 times: the
+    inventory shows every generated file,
     matching the published set. Where the kill came too late for a trial to tell, it still must
     be whole."""
     for trial in range(4):
