@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+
 import netaddr
 import pytest
 import yaml
@@ -35,8 +36,8 @@ def rail_plan(kind: str, sus: int = 2, nodes: int = 3, rails: int = 2) -> dict[s
                 if kind == "infiniband":
                     addr, peer, netdev = f"100.64.{r}.{(s - 1) * nodes + n + 1}/24", "", f"ibp{r}s0"
                 else:
-                    addr, peer, netdev = f"100.64.{(s - 1) * rails + r}.{n + 1}/26", f"100.64.{(s - 1) * rails + r}.1", \
-                        f"enp{r}s0np0"
+                    net = f"100.64.{(s - 1) * rails + r}"
+                    addr, peer, netdev = f"{net}.{n + 1}/26", f"{net}.1", f"enp{r}s0np0"
                 rails_vars.append({"rail": r, "gpu": r, "netdev": netdev, "leaf": f"su{s:02d}-leaf-rail{r}",
                                    "address": addr, "peer": peer})
             hv[f"su{s:02d}-node{n:02d}"] = {"superpod_fabric_kind": kind, "rails": rails_vars}
