@@ -8,6 +8,7 @@ and raise SpecError with the same field paths.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Annotated, Literal
 
 import netaddr
@@ -406,6 +407,38 @@ class AcceptanceSpec(_Spec):
         default_factory=dict, description="pass thresholds as absolute figures (GB/s, Gb/s for rails)")
 
 
+# A DNS name: dot-separated RFC 1123 labels (letters, digits, inner hyphens, 1-63 each).
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+RESOLVERS_MAX = 3  # glibc's MAXNS: resolv.conf uses the first three nameservers only
+
+
+def _domain(value: str) -> str:
+    if not isinstance(value, str) or not _DOMAIN.match(value.lower()):
+        raise ValueError(f"not a DNS domain name (dot-separated labels of letters, digits and inner hyphens, "
+                         f"1-63 characters each): {value!r}")
+    return value.lower()
+
+
+class Dns(_Spec):
+    """Name resolution on the nodes' in-band bond (host_network writes it into netplan, networkd or
+    NetworkManager): the bond replaces the member port's DHCP lease, and with it the resolvers."""
+
+    servers: list[str] = Field([], description=f"DNS resolvers (IPv4), at most {RESOLVERS_MAX}: the in-band "
+                               "bond's nameservers")
+    search: list[str] = Field([], description="search domains, in order")
+
+    _servers = field_validator("servers")(lambda v: [_address(a) for a in v])
+    _search = field_validator("search")(lambda v: [_domain(d) for d in v])
+
+    @field_validator("servers")
+    @classmethod
+    def _at_most_three(cls, servers: list[str]) -> list[str]:
+        if len(servers) > RESOLVERS_MAX:
+            raise ValueError(f"{len(servers)} resolvers: resolv.conf uses at most {RESOLVERS_MAX} (glibc MAXNS); "
+                             "the rest would be ignored")
+        return servers
+
+
 class PodSpec(_Spec):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
     node_model: str
@@ -419,6 +452,7 @@ class PodSpec(_Spec):
     management: Management = Management()
     racks: Racks = Racks()
     addressing: Addressing = Addressing()
+    dns: Dns = Dns()
     switch_software: SwitchSoftware = SwitchSoftware()
     # validate_default: the release check below runs when the section is left out, too
     switch_services: SwitchServices = Field(SwitchServices(), validate_default=True)

@@ -338,6 +338,9 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_node_model": spec.node_model,
         # The storage pool: nodes reach storage servers on other leaves' subnets through their storage NICs.
         "superpod_storage_prefix": str(spec.addressing.storage),
+        # the in-band bond's resolvers and search domains (roles/host_network)
+        "superpod_dns_servers": list(spec.dns.servers),
+        "superpod_dns_search": list(spec.dns.search),
         # Secrets stay out of generated files: put these in group_vars/all/vault.yml
         # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
         "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",
