@@ -113,11 +113,23 @@ def _inject(record: Path, probe: dict) -> None:
     record.write_text(json.dumps([*entries, probe]))
 
 
+def _mode(p: Path) -> int:
+    return stat.S_IMODE(p.stat().st_mode)
+
+
 def test_an_entry_injected_into_the_record_never_runs(tmp_path):
     project, managed = _project(tmp_path)
     assert _cli("apply", *_base(project)).exit_code == 0
     runs = project / ".runs" / "lab"
     record = runs / "manifest" / "localhost.json"
+    # the records and the runs: the operator's only; the key that signs them outside `.runs/`
+    assert _mode(runs.parent) == _mode(runs) == _mode(runs / "manifest") == 0o700
+    for path in (runs / "converged.json", record):
+        assert _mode(path) == 0o600 and _mode(Path(f"{path}.hmac")) == 0o600
+    key = record_key.key_path()
+    assert _mode(key) == 0o600 and not key.is_relative_to(runs.parent)
+    events = next(runs.glob("*-apply")) / "artifacts" / "run" / "job_events"
+    assert all(_mode(p) == 0o600 for p in events.iterdir())
     pwned = tmp_path / "pwned"
     injected = {"probe": "x", "args": {"_raw_params": f"id > {pwned}", "_uses_shell": True}, "rc": 0,
                 "stdout_sha1": manifest._sha1("")}
@@ -140,26 +152,11 @@ def test_an_entry_injected_into_the_record_never_runs(tmp_path):
     assert plain.exit_code == 0 and SKIPPED not in plain.output and "arguments differ" in plain.output, plain.output
     assert not pwned.exists()
 
-
-def test_runs_and_records_are_private_and_the_key_lives_outside_them(tmp_path):
-    project, _ = _project(tmp_path)
-    assert _cli("apply", *_base(project)).exit_code == 0
-    runs = project / ".runs"
-
-    def mode(p: Path) -> int:
-        return stat.S_IMODE(p.stat().st_mode)
-
-    assert mode(runs) == 0o700 and mode(runs / "lab") == 0o700 and mode(runs / "lab" / "manifest") == 0o700
-    for record in (runs / "lab" / "converged.json", runs / "lab" / "manifest" / "localhost.json"):
-        assert mode(record) == 0o600 and mode(Path(f"{record}.hmac")) == 0o600
-    key = record_key.key_path()
-    assert mode(key) == 0o600 and not key.is_relative_to(runs)
-    events = next((runs / "lab").glob("*-apply")) / "artifacts" / "run" / "job_events"
-    assert all(mode(p) == 0o600 for p in events.iterdir())
-
-    key.chmod(0o644)  # a key others can read is no secret: nothing signed with it is trusted
-    plain = _cli("apply", *_base(project))
-    assert SKIPPED not in plain.output
+    key.chmod(0o644)  # a key others can read is no secret: nothing runs until it is fixed
+    for command in (("apply",), ("drift",), ("drift", "--quick")):
+        refused = _cli(*command, *_base(project))
+        assert refused.exit_code == 2 and f"record key {key}: must be a regular file only its owner can read" \
+            in refused.output, refused.output
 
 
 def test_converged_record_edited_by_hand_converges_nothing(tmp_path):

@@ -16,6 +16,7 @@ from topology.operate import converged, inputs, manifest
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.private_files import private_dir
+from topology.operate.record_key import UntrustedRecord, load_key
 from topology.operate.progress import LiveProgress
 from topology.operate.report import print_drift, print_problems, summary_table, totals_line, write_retry
 from topology.operate.runs import OperateError, RunOutcome, RunRequest, run_playbook
@@ -36,6 +37,16 @@ class Skip:
     hosts: list[str]
     since: str  # the oldest of their full applies
     rest: RunRequest | None  # the run for every other host, or None when none is left
+
+
+def _check_record_key() -> None:
+    """The key that signs the records must be usable before anything runs (a run that cannot
+    sign what it records would leave hosts unrecorded): made on first use, refused when others
+    can read it."""
+    try:
+        load_key()
+    except UntrustedRecord as e:
+        raise OperateError(str(e)) from None
 
 
 def _print_refused(console: Console, refused: dict[str, str]) -> None:
@@ -99,6 +110,7 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
     failed or was unreachable (the others still ran), 2 when ansible itself failed.
     Hosts a full apply converged with the same inputs, checked unchanged now, are skipped
     (topology/operate/converged.py) unless `full`; a run with --tags is never full."""
+    _check_record_key()
     whole = req.tags is None and not req.check
     digest = inputs.digest(req) if whole else ""
     skip = _skip_converged(req, digest, console, progress, full_after, req.fresh_facts) if whole and not full else None
@@ -143,6 +155,7 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
     every drifted task belongs to a role); the exit code is then the fix run's. Hosts a full
     apply converged with the same inputs are checked against their record first; only the
     others (and any whose record shows a change) get the check run, unless `full`."""
+    _check_record_key()
     out = Console(stderr=True) if as_json else console
     skip = None
     if req.tags is None and not full:
@@ -183,6 +196,7 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
 def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progress: bool | None = None) -> int:
     """Each host against the record of its last apply (topology/operate/manifest.py): one module
     call per host. Exit 0 clean, 1 drift, 2 a host failed, was unreachable or has no record."""
+    _check_record_key()
     manifest_dir = req.runs_root / "manifest"
     if not any(manifest_dir.glob("*.json")):
         raise OperateError(f"--quick: no record of an apply in {manifest_dir}; run `superpod apply --stack "
