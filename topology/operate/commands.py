@@ -16,8 +16,8 @@ from topology.operate import converged, inputs, manifest
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
 from topology.operate.private_files import private_dir
-from topology.operate.record_key import UntrustedRecord, load_key
 from topology.operate.progress import LiveProgress
+from topology.operate.record_key import UntrustedRecord, load_key
 from topology.operate.report import print_drift, print_problems, summary_table, totals_line, write_retry
 from topology.operate.runs import OperateError, RunOutcome, RunRequest, run_playbook
 from topology.operate.trusted_record import write_vetted
