@@ -194,6 +194,15 @@ def test_a_read_runs_only_as_todays_task_declares_it(tmp_path):
   changed_when: false
 - name: Not a read
   ansible.builtin.command: sysctl -w x=1
+- name: Probe with a block
+  ansible.builtin.shell: |
+    echo a
+    {% if probe_more %}
+    echo {{ more }}
+    {% endif %}
+    true
+  check_mode: false
+  changed_when: false
 """)
 
     def read(line: int, **args) -> dict:
@@ -201,14 +210,19 @@ def test_a_read_runs_only_as_todays_task_declares_it(tmp_path):
 
     ok = [read(1, _raw_params="sysctl -n vm.swappiness", _uses_shell=False, strip_empty_ends=True),
           read(6, _raw_params="cat /proc/cmdline", _uses_shell=True),
-          read(10, argv=["mstconfig", "-d", "0000:17:00.0", "-e", "query"])]
-    assert [trusted_record.refusal(e, tmp_path) for e in ok] == [None, None, None]
+          read(10, argv=["mstconfig", "-d", "0000:17:00.0", "-e", "query"]),
+          # as Ansible renders a block (trim_blocks: the newline after a block tag goes), either way
+          read(17, _raw_params="echo a\necho b\ntrue\n", _uses_shell=True),
+          read(17, _raw_params="echo a\ntrue\n", _uses_shell=True)]
+    assert [trusted_record.refusal(e, tmp_path) for e in ok] == [None] * len(ok)
     refused = {
         "names no task": {"probe": "p", "args": {"_raw_params": "id"}},
         "no declared read at": read(15, _raw_params="sysctl -w x=1"),  # a task that writes
         "arguments differ": read(1, _raw_params="id > /tmp/p"),  # not the task's literal text
         "_uses_shell True": read(1, _raw_params="sysctl -n x", _uses_shell=True),  # a command task run by a shell
         "argv": read(10, argv=["mstconfig", "-d", "x", "-e", "set"]),
+        "arguments differ from the task at roles/r/tasks/main.yml:17": read(
+            17, _raw_params="echo a\nid\n", _uses_shell=True),  # `true` is the task's literal end
         "the check does not replay": read(1, _raw_params="sysctl -n x", creates="/y"),
         "outside the project": {"probe": "p", "task_path": "../../etc/tasks.yml:1", "args": {}},
     }

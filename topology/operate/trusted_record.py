@@ -27,6 +27,7 @@ from topology.operate.record_key import UntrustedRecord
 _SHELL = {"shell", "ansible.builtin.shell", "ansible.legacy.shell"}
 _COMMAND = {"command", "ansible.builtin.command", "ansible.legacy.command"}
 _TEMPLATE = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", re.DOTALL)
+_BLOCK_OPENERS = {"if", "for", "macro", "call", "filter", "with", "block"}  # (a one-line set closes nothing)
 _DEFAULT_TRUE = ("stdin_add_newline", "strip_empty_ends")  # the modules' defaults, echoed back
 _TEXT_ARGS = ("_raw_params", "chdir", "executable", "stdin")
 
@@ -36,8 +37,18 @@ def _instance_of(template, value) -> bool:
     expression anything."""
     if isinstance(template, bool) or isinstance(value, bool):
         return str(template).lower() == str(value).lower()
-    parts = _TEMPLATE.split(str(template))
-    pattern = ".*".join(re.escape(p) for p in parts)
+    pattern, text, at, depth = "", str(template), 0, 0
+    for tag in _TEMPLATE.finditer(text):
+        literal = re.escape(text[at:tag.start()])
+        # text inside an {% if %} or {% for %} block is there 0 or n times
+        pattern += (f"(?:{literal})*" if depth and literal else literal) + ".*"
+        at = tag.end()
+        word = tag.group()[2:].strip(" -+").split(" ")[0] if tag.group().startswith("{%") else ""
+        depth += 1 if word in _BLOCK_OPENERS else -1 if word.startswith("end") and depth else 0
+        if tag.group().startswith(("{%", "{#")) and text.startswith("\n", at):
+            pattern += "\n?"  # Ansible renders with trim_blocks: the newline after a block tag goes
+            at += 1
+    pattern += re.escape(text[at:])
     return re.fullmatch(pattern, str(value), re.DOTALL) is not None
 
 
