@@ -229,6 +229,14 @@ def test_a_read_runs_only_as_todays_task_declares_it(tmp_path):
     for why, entry in refused.items():
         assert why in (trusted_record.refusal(entry, tmp_path) or ""), why
 
+    # a playbook outside the project (the e2e lab's): its own tasks are beside it, an input too
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "site.yml").write_text((tmp_path / "roles" / "r" / "tasks" / "main.yml").read_text())
+    beside = {**ok[0], "task_path": f"{elsewhere / 'site.yml'}:1"}
+    assert "outside the project" in trusted_record.refusal(beside, tmp_path / "roles")
+    assert trusted_record.refusal(beside, tmp_path / "roles", playbook_dir=elsewhere) is None
+
     _tasks(tmp_path, "- name: Something else\n  ansible.builtin.debug: {msg: hi}\n")  # the task is gone today
     assert "no declared read at" in trusted_record.refusal(ok[0], tmp_path)
 

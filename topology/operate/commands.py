@@ -60,7 +60,8 @@ def _record_check(req: RunRequest, hosts: list[str], kind: str, console: Console
     """Runs the record check (quick_drift.yml) on `hosts` with their records vetted against
     today's tree (topology/operate/trusted_record.py); returns the run and the refused hosts."""
     with tempfile.TemporaryDirectory(dir=private_dir(req.runs_root), prefix=".record-check-") as vetted_dir:
-        refused = write_vetted(req.runs_root / "manifest", hosts, req.project_dir, Path(vetted_dir))
+        refused = write_vetted(req.runs_root / "manifest", hosts, req.project_dir, Path(vetted_dir),
+                               req.playbook_path.parent)
         check_req = replace(req, kind=kind, playbook=manifest.QUICK_PLAYBOOK, tags=None, check=False,
                             env=(*req.env, ("SUPERPOD_MANIFEST_DIR", vetted_dir), *env))
         return _run(check_req, console, progress, title), refused

@@ -92,15 +92,17 @@ def _args_differ(recorded: dict, shell: bool, task_args: dict) -> str | None:
     return None
 
 
-def refusal(entry: dict, project_dir: Path) -> str | None:
-    """Why a recorded read must not run now; None when its task in today's tree still reads it."""
+def refusal(entry: dict, project_dir: Path, playbook_dir: Path | None = None) -> str | None:
+    """Why a recorded read must not run now; None when its task in today's tree still reads it.
+    Its task must lie in the project or beside the playbook (where the inputs digest looks)."""
     where = str(entry.get("task_path") or "")
     path, _, line = where.rpartition(":")
     if not path or not line.isdigit():
         return f"read {entry.get('probe')!r}: the record names no task for it"
     root = Path(project_dir).resolve()
     file = (root / path).resolve()
-    if not file.is_relative_to(root):
+    roots = [root, *([Path(playbook_dir).resolve()] if playbook_dir else [])]
+    if not any(file.is_relative_to(r) for r in roots):
         return f"read {entry.get('probe')!r}: its task {where} is outside the project {root}"
     task = declared_read(f"{file}:{line}")
     if task is None:
@@ -112,7 +114,7 @@ def refusal(entry: dict, project_dir: Path) -> str | None:
     return f"read {entry.get('probe')!r}: arguments differ from the task at {where}: {differs}" if differs else None
 
 
-def vetted(record: Path, project_dir: Path) -> list[dict]:
+def vetted(record: Path, project_dir: Path, playbook_dir: Path | None = None) -> list[dict]:
     """The record's entries, every read in it checked against today's tree; UntrustedRecord with
     the reason when the record does not verify or a read in it may not run."""
     entries = load_verified(record)
@@ -120,20 +122,21 @@ def vetted(record: Path, project_dir: Path) -> list[dict]:
         raise UntrustedRecord(f"{record}: no record of this host")
     for entry in entries:
         if "probe" in entry:
-            why = refusal(entry, project_dir)
+            why = refusal(entry, project_dir, playbook_dir)
             if why:
                 raise UntrustedRecord(why)
     return entries
 
 
-def write_vetted(manifest_dir: Path, hosts: list[str], project_dir: Path, out_dir: Path) -> dict[str, str]:
+def write_vetted(manifest_dir: Path, hosts: list[str], project_dir: Path, out_dir: Path,
+                 playbook_dir: Path | None = None) -> dict[str, str]:
     """Writes each host's vetted record into out_dir (what quick_drift.yml hands the check);
     a host whose record is refused gets one entry saying why (the check fails on it). Returns
     host -> reason for the refused ones."""
     refused = {}
     for host in hosts:
         try:
-            entries = vetted(Path(manifest_dir) / f"{host}.json", project_dir)
+            entries = vetted(Path(manifest_dir) / f"{host}.json", project_dir, playbook_dir)
         except (UntrustedRecord, ValueError) as e:
             refused[host] = str(e)
             entries = [{"refused": str(e)}]
