@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from topology.operate.private_files import private_dir
+
 # Environment names kept with their values in the recorded command; every other value
 # (tokens, passphrases, cloud keys the operator's shell may hold) is replaced.
 _ENV_KEEP_PREFIXES = ("ANSIBLE_", "LC_", "PYTHON", "VIRTUAL_ENV")
@@ -138,8 +140,10 @@ def check_inventory_source(source: Path, field: str) -> None:
 def new_run_dir(runs_root: Path, kind: str) -> Path:
     """A fresh directory per run, sortable by time; never reused."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    private_dir(runs_root.parent)  # .runs/ and .runs/<stack>/: the pod's state and the records, owner only
+    private_dir(runs_root)
     path = runs_root / f"{stamp}-{kind}"
-    path.mkdir(parents=True, exist_ok=False)
+    path.mkdir(mode=0o700, exist_ok=False)
     return path
 
 
@@ -240,12 +244,14 @@ def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None
         return True  # keep ansible-runner writing job_events/ too
 
     kwargs = runner_kwargs(req, run_dir)
+    umask = os.umask(0o077)  # the run's events, artifacts and fact cache: 0600, as the records
     try:
         runner = ansible_runner.interface.init_runner(**kwargs, event_handler=handle)
         # reduced before Runner.run() writes artifacts/run/command, not after the run
         runner.config.env = reduced_env(runner.config.env, kwargs["envvars"])
         runner.run()
     finally:
+        os.umask(umask)
         scrub_recorded_env(run_dir / "artifacts" / "run")
     return RunOutcome(run_dir=run_dir, rc=int(runner.rc if runner.rc is not None else 1),
                       status=str(runner.status), events=events)
