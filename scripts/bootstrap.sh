@@ -10,6 +10,9 @@ command -v python3 >/dev/null || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 command -v git >/dev/null || need_apt+=(git)
 command -v yanglint >/dev/null || need_apt+=(libyang-tools)  # SONiC config_db checked against SONiC's YANG models
+# the plan's Slurm files read by Slurm's own slurmctld/scontrol (tests/test_slurm_plan.py), with munge
+command -v slurmctld >/dev/null || need_apt+=(slurmctld slurm-client)
+command -v munged >/dev/null || need_apt+=(munge)
 if [[ "${1:-}" == "--with-containers" ]]; then
   command -v dockerd >/dev/null || need_apt+=(docker.io)
   command -v debootstrap >/dev/null || need_apt+=(debootstrap)
