@@ -159,7 +159,8 @@ def _switches(layout: Layout) -> tuple[list[SlurmSwitch], dict[int, str]]:
         blocks.setdefault(block, []).append(s.name)
         block_of_su[int(s.name[2:])] = f"block{block:02d}"
     if blocks:
-        block_switches = [SlurmSwitch(name=f"block{b:02d}", switches=hostlist(sus)) for b, sus in sorted(blocks.items())]
+        block_switches = [SlurmSwitch(name=f"block{b:02d}", switches=hostlist(sus))
+                          for b, sus in sorted(blocks.items())]
         switches += block_switches
         if len(block_switches) > 1:
             switches.append(SlurmSwitch(name="cores", switches=hostlist(b.name for b in block_switches)))
@@ -185,7 +186,8 @@ def slurm_plan(layout: Layout) -> SlurmPlan:
                                      features=features))
     controllers = [SlurmController(name=d.name, address=inband.get(d.name, ""))
                    for d in layout.role("mgmt_node")[:CONTROLLERS_MAX]]
-    gres = [SlurmGres(index=i, file=f"/dev/nvidia{i}", cores=host.numa_cores(numa)) for i, numa in enumerate(host.gpu_numa)]
+    gres = [SlurmGres(index=i, file=f"/dev/nvidia{i}", cores=host.numa_cores(numa))
+            for i, numa in enumerate(host.gpu_numa)]
     return SlurmPlan(
         cluster_name=re.sub(r"[^a-z0-9_]", "_", spec.name.lower()),
         controllers=controllers,
