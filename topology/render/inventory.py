@@ -337,6 +337,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
         "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",
         "superpod_bmc_password": "{{ vault_bmc_password | default('') }}",
+        "superpod_munge_key": "{{ vault_munge_key | default('') }}",  # Slurm's shared key (roles/munge)
         # The scheduler's view of the plan (roles/slurm templates slurm.conf, gres.conf, topology.conf from it)
         "superpod_slurm": slurm_plan(layout).model_dump(),
         "superpod_monitoring": _monitoring(layout, by_pool, rows),
