@@ -12,6 +12,9 @@ command -v git >/dev/null || need_apt+=(git)
 command -v yanglint >/dev/null || need_apt+=(libyang-tools)  # SONiC config_db checked against SONiC's YANG models
 command -v vtysh >/dev/null || need_apt+=(frr)  # every frr.conf checked by FRR's own parser (vtysh -C, no daemons)
 command -v netplan >/dev/null || need_apt+=(netplan.io)  # host_network's netplan files judged by netplan generate
+# the plan's Slurm files read by Slurm's own slurmctld/scontrol (tests/test_slurm_plan.py), with munge
+command -v slurmctld >/dev/null || need_apt+=(slurmctld slurm-client)
+command -v munged >/dev/null || need_apt+=(munge)
 if [[ "${1:-}" == "--with-containers" ]]; then
   command -v dockerd >/dev/null || need_apt+=(docker.io)
   command -v debootstrap >/dev/null || need_apt+=(debootstrap)

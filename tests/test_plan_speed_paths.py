@@ -18,6 +18,7 @@ from tests.conftest import STACKS, stack_layout
 from topology.cabling import CABLED_FIELDS
 from topology.model import Link
 from topology.render import inventory
+from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar
 from topology.render.switches.sections import _bounds, _spanning, address_key, network_key
 from topology.render.tables import _csv
@@ -59,12 +60,15 @@ def test_cabled_links_are_built_in_links_field_order():
 
 @pytest.mark.parametrize("name", STACKS)
 def test_generated_vars_read_back_as_a_plain_yaml_dump(name):
-    """00_generated.yml writes the monitoring lists one flow mapping per item: YAML reads the same
+    """00_generated.yml writes the monitoring and Slurm lists one flow mapping per item: YAML reads the same
     variables as from PyYAML's own dump of them."""
     layout = stack_layout(name)
     files = inventory.render_inventory(layout, Path("/inv"))
     text = files[Path("/inv/group_vars/all/00_generated.yml")]
-    assert text.count("\n  - {") == len(layout.racks) + sum(d.role in ("pdu", "cdu") for d in layout.devices)
+    slurm = slurm_plan(layout)  # its lists too: a node line per rack
+    slurm_items = len(slurm.controllers) + len(slurm.node_groups) + len(slurm.gres) + len(slurm.switches)
+    monitoring_items = len(layout.racks) + sum(d.role in ("pdu", "cdu") for d in layout.devices)
+    assert text.count("\n  - {") == monitoring_items + slurm_items
     with mock.patch.object(inventory, "_vars_yaml", inventory._yaml):
         plain = inventory.render_inventory(layout, Path("/inv"))[Path("/inv/group_vars/all/00_generated.yml")]
     assert yaml.safe_load(text) == yaml.safe_load(plain)

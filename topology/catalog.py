@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 
 
 class _Entry(BaseModel):
@@ -51,6 +51,23 @@ class HostNic(_Entry):
         return f"enp{self.pci_bus}s0f{self.function}np{self.function}"
 
 
+class NodeHost(_Entry):
+    """CPUs, memory and the GPU<->NUMA map of a node model (Slurm's node lines and gres.conf)."""
+
+    cpu: str
+    sockets: int
+    cores_per_socket: int
+    threads_per_core: int
+    memory_gb: int
+    gpu_numa: tuple[int, ...]  # NUMA node of GPU i (one NUMA node per socket)
+    source: str
+
+    def numa_cores(self, numa: int) -> str:
+        """Slurm's core ids (socket-major, 0-based, threads not counted) of one NUMA node."""
+        first = numa * self.cores_per_socket
+        return f"{first}-{first + self.cores_per_socket - 1}"
+
+
 class NodeModel(_Entry):
     description: str
     gpu: str
@@ -63,6 +80,7 @@ class NodeModel(_Entry):
     storage_nics: tuple[HostNic, ...]
     inband_nic_speed_gbps: int
     inband_nics: tuple[HostNic, ...]
+    host: NodeHost
     nic_source: str  # where the NIC map (cards, PCI buses, HCA names) comes from, or what is assumed
     bmc_port: str
     power_kw: float
@@ -84,6 +102,14 @@ class NodeModel(_Entry):
     @property
     def rails(self) -> int:
         return len(self.compute_nics)
+
+    @model_validator(mode="after")
+    def _one_numa_node_per_gpu(self) -> NodeModel:
+        if len(self.host.gpu_numa) != self.gpu_count:
+            raise ValueError(f"host.gpu_numa: {len(self.host.gpu_numa)} entries for gpu_count {self.gpu_count}")
+        if any(not 0 <= n < self.host.sockets for n in self.host.gpu_numa):
+            raise ValueError(f"host.gpu_numa: NUMA nodes must be below sockets ({self.host.sockets})")
+        return self
 
 
 class SwitchModel(_Entry):

@@ -6,6 +6,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from topology.model import Layout
+from topology.render.slurm_changes import scheduler_changes
 from topology.render.switches.changes import switch_config_changes
 
 
@@ -50,4 +51,5 @@ def diff_layouts(old: Layout, new: Layout) -> dict[str, Changes]:
             lambda k, a: f"{a.device} {a.interface} {a.address}",
         ),
         "switch configs": switch_config_changes(old, new),
+        "scheduler (slurm)": scheduler_changes(old, new),
     }

@@ -11,7 +11,7 @@ import yaml
 from tests.role_files import ROOT
 
 ROLES = ["hugepages", "host_tuning", "nvidia_driver", "cuda_toolkit", "dcgm_exporter", "roce_qos", "rdma",
-         "gpu_operator", "nccl", "rail_network", "nvidia_repo"]
+         "gpu_operator", "nccl", "rail_network", "nvidia_repo", "munge", "slurm"]
 SUPPORTED = {("Debian", "Debian", "12"): "Debian.yml", ("Ubuntu", "Debian", "22"): "Ubuntu-22.yml",
              ("Ubuntu", "Debian", "24"): "Ubuntu-24.yml", ("RedHat", "RedHat", "9"): "RedHat-9.yml",
              ("Rocky", "RedHat", "9"): "RedHat-9.yml"}

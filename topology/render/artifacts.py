@@ -12,6 +12,7 @@ from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
 from topology.render.netbox import iter_netbox
+from topology.render.slurm_files import render_slurm
 from topology.render.switches import iter_switch_configs
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
 from topology.render.telemetry import render_telemetry
@@ -38,6 +39,7 @@ def iter_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> Iterat
     yield from iter_switch_configs(layout, out_dir)
     yield from render_telemetry(layout, out_dir).items()  # telemetry/: scrape targets, rules, dashboard
     yield from iter_netbox(layout, out_dir)  # netbox/: bulk-import CSVs (docs/nautobot.md)
+    yield from render_slurm(layout, out_dir).items()  # slurm/: slurm.conf, gres.conf, topology.conf (docs/slurm.md)
 
 
 def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict[Path, str]:

@@ -20,6 +20,7 @@ from topology.model import Device, Layout
 from topology.names import row_letters
 from topology.render import rollout
 from topology.render.files import GENERATED
+from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
 
 ROLE_GROUPS = {
@@ -237,15 +238,16 @@ def _vars_yaml(doc: dict, what: str) -> str:
     """group_vars with the monitoring lists (a rack, PDU or CDU each: thousands at 100k GPUs) one
     item per line as a flow mapping, as hosts.yml writes hosts: JSON is YAML, json.dumps is C code,
     and PyYAML's representer is Python even with libyaml's emitter (a twentieth of a plan)."""
-    monitoring = doc["superpod_monitoring"]
-    lines = [_yaml({k: v for k, v in doc.items() if k != "superpod_monitoring"}, what).rstrip("\n"),
-             "superpod_monitoring:"]
-    for key, value in monitoring.items():
-        if isinstance(value, list) and value:
-            lines.append(f"  {key}:")
-            lines += [f"  - {json.dumps(item)}" for item in value]
-        else:
-            lines.append(f"  {key}: {json.dumps(value)}")
+    flow = ("superpod_slurm", "superpod_monitoring")  # the Slurm node lines too: one per rack
+    lines = [_yaml({k: v for k, v in doc.items() if k not in flow}, what).rstrip("\n")]
+    for name in flow:
+        lines.append(f"{name}:")
+        for key, value in doc[name].items():
+            if isinstance(value, list) and value:
+                lines.append(f"  {key}:")
+                lines += [f"  - {json.dumps(item)}" for item in value]
+            else:
+                lines.append(f"  {key}: {json.dumps(value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -345,6 +347,9 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
         "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",
         "superpod_bmc_password": "{{ vault_bmc_password | default('') }}",
+        "superpod_munge_key": "{{ vault_munge_key | default('') }}",  # Slurm's shared key (roles/munge)
+        # The scheduler's view of the plan (roles/slurm templates slurm.conf, gres.conf, topology.conf from it)
+        "superpod_slurm": slurm_plan(layout).model_dump(),
         "superpod_monitoring": _monitoring(layout, by_pool, rows),
     }
     files = {
