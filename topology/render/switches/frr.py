@@ -1,4 +1,4 @@
-"""SwitchIntent -> frr.conf (SONiC with docker_routing_config_mode: split, or plain FRR).
+"""SwitchIntent -> frr.conf (SONiC with docker_routing_config_mode: split-unified, or plain FRR).
 
 Interface addresses stay with the OS (SONiC's INTERFACE table, or the kernel in the lab): FRR
 learns them through zebra, so this file holds routing only and works on any port naming.
@@ -11,6 +11,10 @@ from topology.render.switches.intent import BorderPolicy, SwitchIntent
 
 # the in-band cores' border policy (topology/border.py): names shared with the NVUE renderer
 SITE_IN, POD_OUT, BORDER_IN, BORDER_OUT = "SITE-IN", "POD-OUT", "BORDER-IN", "BORDER-OUT"
+BFD_PROFILE = "fabric"  # the BFD timers of the pod's own sessions (the NVUE renderer's name too)
+# switch_services.bgp_graceful_restart -> FRR's global command (helper-only is per peer: FRR has no
+# global helper-only line, and its default may differ per release, so it is written out)
+GRACEFUL_RESTART = {"full": " bgp graceful-restart", "off": " bgp graceful-restart-disable"}
 
 
 def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
@@ -37,9 +41,14 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
         " no bgp ebgp-requires-policy",
         " no bgp default ipv4-unicast",
     ]
+    gr = sw.services.graceful_restart
+    if gr in GRACEFUL_RESTART:
+        lines.append(GRACEFUL_RESTART[gr])
     lines.append(" neighbor FABRIC peer-group")
     lines.append(" neighbor FABRIC timers 3 9")
     lines.append(" neighbor FABRIC advertisement-interval 0")
+    if gr == "helper-only":
+        lines.append(" neighbor FABRIC graceful-restart-helper")
     for n in b.neighbors:
         if b.unnumbered:
             lines.append(f" neighbor {port_name(n.interface)} interface peer-group FABRIC")
@@ -49,6 +58,8 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
             lines.append(f" neighbor {n.address} peer-group FABRIC")
             lines.append(f" neighbor {n.address} remote-as {n.remote_as}")
             lines.append(f" neighbor {n.address} description {n.peer}")
+        if sw.services.bfd and not n.site:  # the pod's own sessions; the site's routers may not run BFD
+            lines.append(f" neighbor {port_name(n.interface) if b.unnumbered else n.address} bfd profile {BFD_PROFILE}")
     lines.append(" !")
     lines.append(" address-family ipv4 unicast")
     lines += [f"  network {net}" for net in b.networks]
@@ -64,6 +75,10 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines += [" exit-address-family", "exit", "!"]
     if b.border:
         lines += _border_policy(b.border)
+    if sw.services.bfd and any(not n.site for n in b.neighbors):
+        interval, multiplier = sw.services.bfd
+        lines += ["bfd", f" profile {BFD_PROFILE}", f"  receive-interval {interval}",
+                  f"  transmit-interval {interval}", f"  detect-multiplier {multiplier}", " exit", "exit", "!"]
     return "\n".join(lines) + "\n"
 
 
