@@ -210,7 +210,7 @@ class FabricLab:
         self.ip(switch, "link", "set", "lo", "up")
         conf = render_frr(sw)
         script = (
-            "sed -i 's/^bgpd=no/bgpd=yes/' /etc/frr/daemons && cat > /etc/frr/frr.conf && "
+            "sed -i 's/^bgpd=no/bgpd=yes/; s/^bfdd=no/bfdd=yes/' /etc/frr/daemons && cat > /etc/frr/frr.conf && "
             "chown frr:frr /etc/frr/frr.conf && /usr/lib/frr/frrinit.sh restart >/dev/null"
         )
         subprocess.run(["docker", "exec", "-i", container, "sh", "-c", script], input=conf, text=True, check=True,
