@@ -50,7 +50,7 @@ def _rdma_ports(layout, switch: str) -> set[str]:
 def _nvue(sw) -> dict:
     doc = yaml.safe_load(render_nvue(sw))
     assert check_startup(doc) == [], sw.name
-    return doc[1]["set"]
+    return doc[0]["set"]
 
 
 def test_the_default_is_lossless_on_every_storage_switch_port_the_plan_cables_for_rdma():

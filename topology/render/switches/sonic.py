@@ -113,7 +113,7 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
                 "type": SONIC_TYPE.get(sw.role, "ToRRouter"),
                 # split-unified: bgpd reads the one frr.conf the plan writes (split deletes it at start)
                 "docker_routing_config_mode": "split-unified",
-                "default_pfcwd_status": "enable" if sw.qos else "disable",
+                "default_pfcwd_status": "enable" if sw.qos and sw.qos.pfc_priorities else "disable",
             }
         },
         "BREAKOUT_CFG": {parent: {"brkout_mode": mode} for parent, mode in ports.breakout.items()},
@@ -271,27 +271,27 @@ def _qos(sw: SwitchIntent, ports: PortMap, model: SwitchModel) -> dict:
     }
     for _p, name in lossless:
         # the fields SONiC's Mellanox qos.json.j2 sets on every port, with the plan's priorities
-        out["PORT_QOS_MAP"][name] = {
-            "dscp_to_tc_map": QOS_MAP,
-            "tc_to_pg_map": QOS_MAP,
-            "tc_to_queue_map": QOS_MAP,
-            "pfc_to_queue_map": QOS_MAP,
-            "pfc_to_pg_map": QOS_MAP,
-            "pfc_enable": pfc,
-            "pfcwd_sw_enable": pfc,
-        }
+        out["PORT_QOS_MAP"][name] = {"dscp_to_tc_map": QOS_MAP, "tc_to_pg_map": QOS_MAP, "tc_to_queue_map": QOS_MAP}
+        if pfc:  # ECN-only ports (storage_fabric.qos: ecn) pause nothing
+            out["PORT_QOS_MAP"][name].update({"pfc_to_queue_map": QOS_MAP, "pfc_to_pg_map": QOS_MAP,
+                                              "pfc_enable": pfc, "pfcwd_sw_enable": pfc})
         for queue in SCHEDULED_QUEUES:
             row = {"scheduler": "scheduler.strict" if queue == cnp_tc
                    else "scheduler.1" if queue in q.pfc_priorities else "scheduler.0"}
             if queue in q.ecn_traffic_classes:
                 row["wred_profile"] = LOSSLESS_PROFILE
             out["QUEUE"][f"{name}|{queue}"] = row
-        out["PFC_WD"][name] = {
-            "action": q.pfcwd_action,
-            "detection_time": str(q.pfcwd_detection_ms),
-            "restoration_time": str(q.pfcwd_restoration_ms),
-        }
-    out["PFC_WD"]["GLOBAL"] = {"POLL_INTERVAL": str(q.pfcwd_detection_ms // 2)}
+        if pfc:
+            out["PFC_WD"][name] = {
+                "action": q.pfcwd_action,
+                "detection_time": str(q.pfcwd_detection_ms),
+                "restoration_time": str(q.pfcwd_restoration_ms),
+            }
+    if pfc:
+        out["PFC_WD"]["GLOBAL"] = {"POLL_INTERVAL": str(q.pfcwd_detection_ms // 2)}
+    else:  # no PFC: no pause maps, no watchdog
+        for table in ("PFC_WD", "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"):
+            del out[table]
     return out
 
 
