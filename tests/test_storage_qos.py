@@ -105,3 +105,16 @@ def test_sonic_storage_switches_carry_the_mode_and_sonic_yang_accepts_them(mode)
             for tc in ROCE_QOS.ecn_traffic_classes:
                 assert db["QUEUE"][f"{port}|{tc}"]["wred_profile"], (sw.name, port)
         assert ("PFC_WD" in db) == (mode == "lossless"), sw.name
+
+
+@pytest.mark.parametrize("mode", ["lossless", "ecn", "none"])
+def test_the_inventory_hands_the_storage_mode_to_roce_qos(mode, tmp_path):
+    """roles/roce_qos reads superpod_storage_qos (its default of roce_qos_storage_qos)."""
+    from topology.render.inventory import render_inventory
+
+    layout = build(spec_with("lab", storage_fabric={"qos": mode}))
+    files = render_inventory(layout, tmp_path)
+    generated = yaml.safe_load(files[tmp_path / "group_vars" / "all" / "00_generated.yml"])
+    assert generated["superpod_storage_qos"] == mode
+    defaults = yaml.safe_load(open("roles/roce_qos/defaults/main.yml", encoding="utf-8"))
+    assert "superpod_storage_qos" in defaults["roce_qos_storage_qos"]

@@ -338,6 +338,8 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_node_model": spec.node_model,
         # The storage pool: nodes reach storage servers on other leaves' subnets through their storage NICs.
         "superpod_storage_prefix": str(spec.addressing.storage),
+        # storage_fabric.qos: roles/roce_qos sets the storage NICs to what the storage switches run
+        "superpod_storage_qos": spec.storage_fabric.qos,
         # Secrets stay out of generated files: put these in group_vars/all/vault.yml
         # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
         "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",
