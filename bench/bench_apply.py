@@ -9,9 +9,10 @@ Prints the floor, first apply (fresh nodes), and for each repetition on the conv
 no-op apply of every task (`apply --full`), the plain no-op apply (every node converged and
 unchanged: the record check, then nothing), the clean drift check of every node (`drift --full`:
 check+diff, fresh facts), the plain clean drift (fresh facts, the record check) and `drift
---quick` (the record only); with each one's ratio to the floor. Needs dockerd and the molecule
-base image (built when missing). Each figure is wall time of the whole command, as a user sees
-it, with site.yml as it stands. Containers are removed at the end."""
+--quick` (the record only); with each one's ratio to the floor. The plain runs' record check
+includes node_check on every node (its verdict counts): the bench says on how many it ran.
+Needs dockerd and the molecule base image (built when missing). Each figure is wall time of the
+whole command, as a user sees it, with site.yml as it stands. Containers are removed at the end."""
 
 from __future__ import annotations
 
@@ -77,6 +78,7 @@ def main() -> None:
                     runs[name].append(timed([*args, *common]))
             per_role = {kind: _per_role(last_run(runs_dir, pod.stack, kind)) for kind in ("apply", "drift")}
             recap = host_tallies(load_events(events_dir(last_run(runs_dir, pod.stack, "apply")))).values()
+            node_checked = _node_checked(last_run(runs_dir, pod.stack, "converged-check"))
         finally:
             pod.remove()
     base = statistics.median(floors)
@@ -89,12 +91,21 @@ def main() -> None:
         each = ", ".join(f"{t:.1f}" for t in times)
         median = statistics.median(times)
         print(f"{name:24s} {median:7.1f} s  {median / base:5.1f}x floor  (median of {len(times)}: {each})")
+    print(f"the plain runs' record check ran node_check on {len(node_checked)} of {len(pod.hosts)} nodes "
+          "(the last plain drift's)")
     print(f"last apply --full: changed={sum(t.changed for t in recap)} ok={sum(t.ok for t in recap)} "
           f"skipped={sum(t.skipped for t in recap)} (changed must be 0)")
     print("per role, last apply --full / last drift --full (s, tasks; bench/task_times.py RUN_DIR for more):")
     for role in sorted(per_role["apply"], key=lambda r: -per_role["apply"][r][0]):
         (a, an), (d, dn) = per_role["apply"][role], per_role["drift"].get(role, (0.0, 0))
         print(f"  {role:20s} {a:7.1f} ({an:3d})  {d:7.1f} ({dn:3d})")
+
+
+def _node_checked(run_dir: Path) -> set[str]:
+    """The hosts on which a record check ran node_check's module (and it answered)."""
+    return {(e.get("event_data") or {}).get("host") for e in load_events(events_dir(run_dir))
+            if e.get("event") == "runner_on_ok"
+            and (e.get("event_data") or {}).get("resolved_action", "").endswith("superpod_node_check")}
 
 
 def _per_role(run_dir: Path) -> dict[str, tuple[float, int]]:

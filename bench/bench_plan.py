@@ -29,7 +29,7 @@ from topology.render.artifacts import iter_artifacts  # noqa: E402
 from topology.spec import parse  # noqa: E402
 
 
-def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pairing: str = "mlag",
+def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None,
         racks_per_row: int = 20, aggregation_uplinks: int = 2) -> dict:
     sus = -(-gpus // (8 * nodes_per_su))
     return {
@@ -37,22 +37,21 @@ def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None, pa
         "max_scalable_units": max_su or sus,
         "compute_fabric": {"kind": "roce", "switch_model": switch},
         "storage_fabric": {"switch_model": "sn5600", "storage_servers": 64},
-        # past two in-band cores, the bonds of the mgmt nodes need EVPN multihoming (MLAG pairs two)
-        "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5600", "mgmt_nodes": 5,
-                                  "pairing": pairing},
+        # past one in-band core pair the in-band fabric takes three tiers (MLAG pairs two cores)
+        "management": {"inband": {"switch_model": "sn5400", "core_switch_model": "sn5600", "mgmt_nodes": 5},
                        "oob": {"aggregation_uplinks": aggregation_uplinks}},
         "racks": {"racks_per_row": racks_per_row},
         "addressing": {"rails": "100.64.0.0/11", "fabric_p2p": "100.96.0.0/12", "oob": "10.20.0.0/14"},
     }
 
 
-# past two in-band cores (8k GPUs and up) MLAG cannot pair them: EVPN multihoming. At 100k, rows
+# past one in-band core pair (8k GPUs and up) the in-band fabric has three tiers. At 100k, rows
 # of 20 racks put leaf-spine runs past every medium's reach (500 m): 64 racks a row, and one uplink per
 # OOB aggregation switch (206 of them) leaves the three-tier services pair room for the storage servers'
 # and UFMs' in-band bonds (topology/inband_services.py).
-CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32, pairing="evpn_mh")),
-         ("32k", pod(32768, "sn5400", 32, pairing="evpn_mh")),
-         ("100k", pod(100352, "sn5600", 64, pairing="evpn_mh", racks_per_row=64, aggregation_uplinks=1))]
+CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32)),
+         ("32k", pod(32768, "sn5400", 32)),
+         ("100k", pod(100352, "sn5600", 64, racks_per_row=64, aggregation_uplinks=1))]
 
 
 def artifact(path: Path) -> str:

@@ -10,11 +10,14 @@ command -v python3 >/dev/null || need_apt+=(python3)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 command -v git >/dev/null || need_apt+=(git)
 command -v yanglint >/dev/null || need_apt+=(libyang-tools)  # SONiC config_db checked against SONiC's YANG models
+command -v vtysh >/dev/null || need_apt+=(frr)  # every frr.conf checked by FRR's own parser (vtysh -C, no daemons)
+command -v netplan >/dev/null || need_apt+=(netplan.io)  # host_network's netplan files judged by netplan generate
 if [[ "${1:-}" == "--with-containers" ]]; then
   command -v dockerd >/dev/null || need_apt+=(docker.io)
   command -v debootstrap >/dev/null || need_apt+=(debootstrap)
   command -v ip >/dev/null || need_apt+=(iproute2)
   command -v chromium >/dev/null || need_apt+=(chromium)  # headless: the report's browser test
+  command -v pdftotext >/dev/null || need_apt+=(poppler-utils)  # reads the report's printed sheets back
   # the Nautobot publish tests' server (scripts/nautobot-lab.sh): PostgreSQL and Redis on loopback
   compgen -G '/usr/lib/postgresql/*/bin/initdb' >/dev/null || need_apt+=(postgresql)
   command -v redis-server >/dev/null || need_apt+=(redis-server)

@@ -50,3 +50,14 @@ def pytest_collection_modifyitems(items):
     for item in items:
         if getattr(getattr(item, "obj", None), "is_hypothesis_test", False):
             item.add_marker(pytest.mark.timeout(method="thread"))
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _record_key_outside_home(tmp_path_factory):
+    """The key that signs `.runs/` records (topology/operate/record_key.py), made for the session:
+    tests never create one in the user's ~/.config."""
+    import os
+
+    if not os.environ.get("SUPERPOD_RECORD_KEY_FILE"):
+        os.environ["SUPERPOD_RECORD_KEY_FILE"] = str(tmp_path_factory.mktemp("record-key") / "record.key")
+    yield

@@ -175,7 +175,7 @@ def check_addresses(layout: Layout) -> None:
     for a in layout.asns:
         by_scope[a.scope].append(a.asn)
         assert spec.addressing.asn_first <= a.asn <= spec.addressing.asn_last
-    for scope in ("leaf", "storage-leaf"):
+    for scope in ("leaf", "storage-leaf", "inband-leaf"):
         assert len(set(by_scope[scope])) == len(by_scope[scope])
     for scope in ("top-tier", "storage-top-tier"):
         assert len(set(by_scope[scope])) <= 1

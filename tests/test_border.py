@@ -124,7 +124,10 @@ def test_the_cores_peer_with_the_site_in_nvue_and_frr():
     core = _core_intent(layout)
     peers = {a.peer for a in layout.addresses if a.device == core.name and a.pool == "border"}
     assert core.bgp and {n.address for n in core.bgp.neighbors if n.site} == peers and len(peers) == 2
-    assert all(n.peer.startswith("oob-agg") for n in core.bgp.neighbors if not n.site)  # tests/test_oob_routing.py
+    # its other sessions: the OOB aggregation (tests/test_oob_routing.py), the in-band switches and
+    # the other core across the peer link (tests/test_inband_routing.py)
+    inband = {d.name for d in layout.devices if d.role in ("inband_switch", "inband_core")}
+    assert all(n.peer.startswith("oob-agg") or n.peer in inband for n in core.bgp.neighbors if not n.site)
     nvue = yaml.safe_load(render_nvue(core))
     vrf = nvue[0]["set"]["vrf"]["default"]["router"]["bgp"]
     assert {k: v["remote-as"] for k, v in vrf["neighbor"].items() if k in peers} == dict.fromkeys(peers, 65010)

@@ -18,7 +18,7 @@ from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue
 
-SUMMARIES = {"10.16.0.0/14", "10.20.0.0/14"}  # the lab's in-band and OOB pools
+SUMMARIES = {"10.16.0.0/14"}  # the lab's in-band pool; the OOB pool (every BMC) only on request
 
 
 def _core(layout):

@@ -13,11 +13,12 @@ from topology.build import build
 from topology.errors import SpecError
 
 
-def _column(end_state: int, **racks):
+def _column(end_state: int, aggregation_uplinks: int = 2, **racks):
     """Two SUs of a larger end state, one rack a row: the racks the end state reserves put the
     in-band cores hundreds of rows from the first SU (past the 2 km of single-mode)."""
     return spec_with("roce-8k", scalable_units=2, max_scalable_units=end_state,
-                     management={"inband": {"pairing": "evpn_mh"}}, racks={"racks_per_row": 1, **racks})
+                     management={"oob": {"aggregation_uplinks": aggregation_uplinks}},
+                     racks={"racks_per_row": 1, **racks})
 
 
 def test_too_wide_a_row_pitch_names_one_that_plans():
@@ -36,6 +37,7 @@ def test_too_wide_a_row_pitch_names_one_that_plans():
 def test_rows_too_far_apart_for_any_aisle_name_racks_per_row():
     # a run no pitch of a real aisle (2.4 m) brings within reach: one long column of racks
     with pytest.raises(SpecError) as e:
-        build(_column(64, row_pitch_m=20.0))
+        # 64 SUs: three in-band tiers, the aggregation uplinks on the services pair (one each fits)
+        build(_column(64, aggregation_uplinks=1, row_pitch_m=20.0))
     assert e.value.field == "racks.row_pitch_m"
     assert "racks.racks_per_row" in e.value.rule, e.value.rule

@@ -73,7 +73,8 @@ def test_quantum2_cages_take_twin_port_modules_one_fibre_per_400g_port():
                 assert part in ("MMA4Z00-NS", "MMS4X00-NS", "MMS4X00-NM") and shared == 2, (lk, part)
         assert lk.speed_gbps != 400 or (lk.cable_count, lk.cable_shared) == (1, 1), lk
     node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf" and lk.media in OPTICAL]
-    assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS400", "MMS4X00-NS400"}  # ConnectX-7 OSFP, flat top
+    # the DGX's twin-port cages: one flat-top twin-port module per two ConnectX-7
+    assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS-FLT", "MMS4X00-NM-FLT"}
     assert {lk.cable_part.split("-N")[0] for lk in node_leaf} <= {"MFP7E10", "MFP7E30"}
     assert cat.switches["qm9700"].ports_per_cage == 2
 
@@ -242,3 +243,27 @@ def test_a_split_cage_takes_one_splitter_or_one_module(stack):
             assert len(links) <= links[0].cable_shared, (key, links)
         else:
             assert len({lk.a_part if lk.a_device == key[0] else lk.b_part for lk in links}) == 1, (key, links)
+
+
+def test_dgx_compute_cages_take_twin_port_flat_top_modules_one_per_cage():
+    """A DGX H100/H200/B200 brings its eight single-port ConnectX-7 out through four twin-port
+    OSFP cages: each takes one 800G twin-port flat-top module (2 x 400G SR4, MMA4Z00-NS-FLT), so
+    the BOM counts four modules a node, not eight single-port optics (DGX H100 user guide,
+    "network ports"; NVIDIA MMA4Z00-NS-FLT specification)."""
+    layout = stack_layout("dgx-h100-ib")
+    nodes = sum(d.role == "gpu_node" for d in layout.devices)
+    node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf"]
+    assert len(node_leaf) == nodes * 8 and {lk.media for lk in node_leaf} <= set(OPTICAL)
+    assert {lk.a_part for lk in node_leaf} <= {"MMA4Z00-NS-FLT", "MMS4X00-NM-FLT"}
+    assert {lk.a_shared for lk in node_leaf} == {2}  # a module serves the cage's two NICs
+    assert {lk.cable_part.split("-N")[0] for lk in node_leaf} <= {"MFP7E10", "MFP7E30"}  # one fibre per 400G port
+    node_optics = sum(b.quantity for b in bom_lines(layout) if b.category == "transceiver"
+                      and b.part in {"MMA4Z00-NS-FLT", "MMS4X00-NM-FLT"})
+    assert node_optics == nodes * 4  # 127 nodes: 508 modules, where 1,016 single-port optics were counted
+    assert not [b for b in bom_lines(layout) if b.part == "MMA4Z00-NS400"]
+
+
+def test_oem_hgx_nodes_keep_a_single_port_optic_per_nic():
+    layout = stack_layout("roce-1k")  # hgx-h100-8x400g: ConnectX-7 cards, one OSFP cage each
+    node_leaf = [lk for lk in layout.links if lk.tier == "node-leaf" and lk.media in OPTICAL]
+    assert node_leaf and {lk.a_shared for lk in node_leaf} == {1}

@@ -13,7 +13,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from topology.cli import app
-from topology.operate import converged, inputs, manifest
+from topology.operate import converged, inputs, manifest, record_key
 from topology.operate.declared import is_declared_read
 from topology.operate.events import HostProblem, HostTally
 from topology.operate.runs import RunRequest
@@ -226,7 +226,8 @@ def test_the_record_keeps_what_the_run_read_and_names_what_it_cannot_replay(tmp_
     probe = next(e for e in got.values() if "probe" in e)
     assert probe == {"probe": "q", "args": {"argv": ["dpkg-query", "-W"], "_uses_shell": False,
                                             "strip_empty_ends": True},
-                     "rc": 0, "stdout_sha1": manifest._sha1("pkg\tinstalled\n")}
+                     "rc": 0, "stdout_sha1": manifest._sha1("pkg\tinstalled\n"),
+                     "task_path": f"{reads}:1"}  # the task it came from (relative to the project when given)
     assert got["path:/etc/x"] == {"path": "/etc/x", "state": "file", "checksum": "ab"}
     assert got["path:/etc/y"] == {"path": "/etc/y", "state": "absent"}
     hi = manifest.hashlib.sha1(b"hi").hexdigest()
@@ -308,8 +309,9 @@ def test_hosts_not_known_converged_run_while_the_others_are_skipped(tmp_path):
     path = project / ".runs" / "lab" / "converged.json"
     record = json.loads(path.read_text())
     assert set(record) == {"localhost", "other"}
-    del record["other"]  # as if its last full run had failed
+    del record["other"]  # as if its last full run had failed (signed, as superpod writes it)
     path.write_text(json.dumps(record))
+    record_key.sign(path, record_key.label(path, 2))
     again = _cli("apply", *base)
     assert again.exit_code == 0, again.output
     assert "1 hosts converged and unchanged (skipped): localhost" in again.output

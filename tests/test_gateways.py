@@ -63,12 +63,6 @@ def test_bonds_land_on_an_mlag_pair_with_peer_links(stack):
     _check_bond_pairs(stack_layout(stack))
 
 
-def test_evpn_multihoming_needs_no_peer_links():
-    layout = build(spec_with("lab", management={"inband": {"pairing": "evpn_mh"}}))
-    _check_bond_pairs(layout)
-    _check_gateways(layout)
-
-
 def test_storage_servers_get_a_subnet_per_leaf():
     layout = build(spec_with("roce-1k", storage_fabric={"storage_servers": 40}))  # two server leaves
     leaf_of = {lk.a_device: lk.b_device for lk in layout.links if lk.tier == "server-storage_leaf"}

@@ -85,8 +85,9 @@ def test_mgmt_nodes_build_or_are_refused_by_name(mgmt_nodes):
     """64-140 mgmt nodes hit "port used twice": the in-band cores reserved every mgmt port on
     every core, so the port budget went negative while the ports were dealt round-robin."""
     try:
-        # EVPN multihoming: any number of in-band cores (MLAG pairs stop at two)
-        layout = build(parse(lab(management__inband__mgmt_nodes=mgmt_nodes, management__inband__pairing="evpn_mh")))
+        # cores of 256 x 100G (SN5600 by breakout): one MLAG pair of cores holds every mgmt node
+        layout = build(parse(lab(management__inband__mgmt_nodes=mgmt_nodes,
+                                 management__inband__core_switch_model="sn5600")))
     except (SpecError, SpecErrors) as e:
         # Either field frees the cores' ports: fewer mgmt nodes, or fewer border uplinks (the
         # default 2 per core take what the mgmt nodes leave) - the message names the count that fits.

@@ -43,9 +43,8 @@ def _wide(sus: int, max_su: int = 40, **inband):
                            management={"inband": {"mgmt_nodes": 3, **inband}}))
 
 
-@pytest.mark.parametrize("pairing", ["mlag", "evpn_mh"])
-def test_a_pod_past_two_inband_tiers_gets_spines_and_a_services_pair(pairing):
-    layout = _wide(2, pairing=pairing)
+def test_a_pod_past_two_inband_tiers_gets_spines_and_a_services_pair():
+    layout = _wide(2)
     roles = Counter(d.role for d in layout.devices)
     assert roles["inband_spine"] == 4 and roles["inband_core"] == 8  # block 1's spines; 4 core groups of 2
     spine_block = {d.name: d.block for d in layout.devices if d.role == "inband_spine"}
@@ -83,8 +82,14 @@ def test_inband_refusals_name_the_inband_fields_and_a_value_that_works():
         build(spec_with("lab", management={"inband": {"uplinks_per_switch": 64}}))
     assert e.value.field == "management.inband.uplinks_per_switch"
     assert "in-band fabric" in e.value.rule and "use at most 61" in e.value.rule
-    with pytest.raises(SpecError) as e:  # two tiers would need four cores: MLAG pairs two
-        build(spec_with("lab", scalable_units=1, max_scalable_units=16, management={"inband": {"mgmt_nodes": 3}}))
-    assert e.value.field == "management.inband.pairing" and "evpn_mh" in e.value.rule
-    for err in (e.value.rule,):
-        assert "leaf uplinks" not in err and "spines" not in err
+
+
+def test_mlag_past_one_core_pair_takes_three_tiers():
+    """Two tiers would need four cores and MLAG pairs two: in-band spines and the services pair
+    (this was refused: tests/test_large_pods.py)."""
+    layout = build(spec_with("lab", scalable_units=1, max_scalable_units=16, management={"inband": {"mgmt_nodes": 3}}))
+    roles = Counter(d.role for d in layout.devices)
+    assert roles["inband_spine"] == 4 and {lk.b_device for lk in layout.links if lk.tier == "mgmt-core"} == {
+        "inband-svc-a", "inband-svc-b"}
+    _check_bond_pairs(layout)
+    _check_gateways(layout)

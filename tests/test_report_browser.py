@@ -1,4 +1,4 @@
-"""The report in a real browser: headless Chromium loads the overview and a rack elevation,
+"""The report in a real browser: headless Chromium loads each kind of page (overview, a rack, all racks, an SU),
 takes screenshots, and logs no console message (the report logs nothing of its own, so any
 message -- an uncaught error, a failed load -- is a defect). A page with a planted error proves
 the check sees one."""
@@ -65,12 +65,46 @@ def test_overview_and_a_rack_elevation_open_in_chromium_without_console_errors(t
     broken.write_text((report / "index.html").read_text().replace("</body>", planted))
     runs = {
         name: start(report / page, tmp_path / f"{name}.png", tmp_path / f"profile-{name}")
-        for name, page in (("overview", "index.html"), ("rack", f"{rack}.html"), ("broken", "broken.html"))
+        for name, page in (("overview", "index.html"), ("rack", f"{rack}.html"), ("racks", "racks.html"),
+                           ("su", "su-01.html"), ("broken", "broken.html"))
     }  # in parallel: each launch takes seconds on a loaded machine
     messages = {name: console_messages(proc) for name, proc in runs.items()}
-    assert messages["overview"] == [] and messages["rack"] == [], messages
+    kinds = ("overview", "rack", "racks", "su")  # every kind of page the report writes
+    assert all(messages[k] == [] for k in kinds), messages
     assert any("noSuchFunction is not defined" in m for m in messages["broken"]), messages["broken"]
-    for name in ("overview", "rack"):
+    for name in kinds:
         width, height, raw = png_pixels(tmp_path / f"{name}.png")
         assert (width, height) == (WIDTH, HEIGHT)
         assert len(set(raw[:: 7])) > 40, f"{name}: the screenshot is nearly blank"  # drawn, not a white page
+
+
+PDFTOTEXT = shutil.which("pdftotext")
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.skipif(not PDFTOTEXT, reason="pdftotext not installed (scripts/bootstrap.sh installs poppler-utils)")
+def test_a_rack_page_prints_as_its_floor_sheet(tmp_path):
+    """Chromium's own print engine lays the rack page out on paper (the print stylesheet): the
+    navigation is gone and every cable of the rack is on the sheet with its ID, metres and part,
+    however long the schedule runs (rows are never cut off by a scroll box)."""
+    from topology.render.labels import cable_labels
+
+    layout = stack_layout("roce-1k")
+    write_all(render_report(layout, tmp_path))
+    rack = next(r.name for r in layout.racks if r.kind == "network")
+    pdf = tmp_path / "rack.pdf"
+    proc = subprocess.run(
+        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--no-pdf-header-footer",
+         f"--user-data-dir={tmp_path / 'profile'}", f"--print-to-pdf={pdf}",
+         (tmp_path / "report" / f"{rack}.html").as_uri()],
+        capture_output=True, text=True, timeout=90)
+    assert proc.returncode == 0 and pdf.is_file(), proc.stderr[-2000:]
+    text = subprocess.run([PDFTOTEXT, "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    pages = text.count("\f")
+    words = set(text.split())
+    assert "bill of materials" not in text  # the header's navigation is not printed
+    ours = [c for c in cable_labels(layout) if rack in (c.a_rack, c.b_rack)]
+    assert len(ours) > 40 and pages > 1
+    missing = [c.cable_id for c in ours if c.cable_id not in words]
+    assert not missing, missing[:10]
+    assert all(c.link.cable_part in words for c in ours)

@@ -37,7 +37,6 @@ NO_INBAND = {"compute_fabric": SONIC, "storage_fabric": SONIC, "management": {"o
 VARIANTS = {
     "lab": ("lab", ALL),
     "lab-unnumbered": ("lab", ALL | {"compute_fabric": SONIC | {"bgp_peering": "unnumbered"}}),
-    "lab-evpn-mh": ("lab", ALL | {"management": {"inband": INBAND | {"pairing": "evpn_mh"}, "oob": SONIC}}),
     "lab-per-leaf": ("lab", ALL | {"addressing": {"rail_mode": "per_leaf"}}),
     "lab-inband-bond": ("lab", ALL | {"storage_fabric": SONIC | {"node_ports": "inband_bond"}}),
     "lab-sn5600": ("lab", ALL | {"compute_fabric": SONIC | {"switch_model": "sn5600"},

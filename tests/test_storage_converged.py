@@ -105,15 +105,14 @@ def test_default_keeps_dedicated_storage_ports():
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(storage=st.sampled_from(["sn5400", "sn5600"]), nodes=st.sampled_from([4, 8, 16, 32, 64]),
        sus=st.integers(1, 3), ratio=st.sampled_from(["1:1", "2:1", "4:1"]),
-       inband=st.sampled_from(["sn4600c", "sn5400"]), pairing=st.sampled_from(["mlag", "evpn_mh"]))
-def test_generated_converged_pods_hold_the_invariants(storage, nodes, sus, ratio, inband, pairing):
+       inband=st.sampled_from(["sn4600c", "sn5400"]))
+def test_generated_converged_pods_hold_the_invariants(storage, nodes, sus, ratio, inband):
     def pod(built):
         return spec_with("lab", scalable_units=built, max_scalable_units=sus, nodes_per_su=nodes,
                          compute_fabric={"switch_model": "sn5600"},
                          storage_fabric={"switch_model": storage, "oversubscription": ratio,
                                          "node_ports": "inband_bond"},
-                         management={"inband": {"switch_model": inband, "core_switch_model": inband,
-                                                "pairing": pairing}})
+                         management={"inband": {"switch_model": inband, "core_switch_model": inband}})
     try:
         big = build(pod(sus))
     except SpecError as e:  # refusals name the field to change

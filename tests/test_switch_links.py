@@ -115,7 +115,7 @@ def test_storage_leaves_beyond_a_spines_native_ports_split_cages_to_different_sp
     """64 SUs' storage leaves and a server pair outnumber an SN5400 spine's 64 x 400G ports: the
     uplinks run as 2 x 200G legs, each leg of a cage to a different spine (checked by the invariant)."""
     # in-band cores with room for the border uplinks and the appliances' in-band beside 64 SUs
-    inband = {"inband": {"pairing": "evpn_mh", "uplinks_per_switch": 2, "core_switch_model": "sn5600"}}
+    inband = {"inband": {"uplinks_per_switch": 2, "core_switch_model": "sn5600"}}
     layout = build(spec_with("roce-1k", scalable_units=1, max_scalable_units=64, management=inband))
     ups = [lk for lk in layout.links if lk.tier == "storage_leaf-storage_spine"]
     assert {lk.speed_gbps for lk in ups} == {200}

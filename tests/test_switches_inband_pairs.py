@@ -8,6 +8,7 @@ import pytest
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
 from topology.build import build
+from topology.errors import SpecError, SpecErrors
 from topology.render.switches.build import build_intents
 from topology.render.switches.sonic import config_db
 from topology.render.switches.sonic_yang import validate
@@ -76,15 +77,13 @@ def test_vrr_is_the_nodes_gateway_and_the_svi_the_planned_vlan10_address(stack):
     assert checked
 
 
-def test_evpn_mh_renders_segments_and_no_peer_link():
-    layout = build(spec_with("lab", management={"inband": {"pairing": "evpn_mh"}}))
-    assert not [lk for lk in layout.links if lk.tier == "inband-peer"]
-    from topology.render.switches.nvue import render_nvue
-
-    for sw in _intents(layout).values():
-        text = render_nvue(sw)
-        assert "peerlink" not in text and "mlag:" not in text
-        assert sw.bonds and "multihoming:" in text and "local-id:" in text and "df-preference:" in text
+def test_evpn_mh_is_refused_at_spec_validation_naming_the_field():
+    """EVPN-MH would need BGP l2vpn-evpn, VXLAN and VNIs on the pair, none of which is rendered:
+    an evpn_mh pair without a peer link would not carry the nodes' bonds, so the spec refuses it."""
+    with pytest.raises((SpecError, SpecErrors)) as e:
+        spec_with("lab", management={"inband": {"pairing": "evpn_mh"}})
+    assert str(e.value).startswith("management.inband.pairing"), str(e.value)
+    assert "use pairing: mlag" in str(e.value) and "l2vpn-evpn" in str(e.value)
 
 
 def test_sonic_inband_pair_validates_and_carries_mclag():

@@ -73,12 +73,17 @@ def end_of(cat: Catalog, device: Device, link: Link) -> End:
             return End("RJ45", 1, 1, 1)
         # one module fills the cage and serves every port of it: a twin-port OSFP's two 400G
         # ports, a breakout's legs
-        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, sw.lanes.get(link.speed_gbps, 1), True,
-                   sw.optical_lane_gbps or 0)
+        legs = sw.lanes.get(link.speed_gbps, 1)
+        if sw.form == "QSFP-DD" and link.speed_gbps < sw.lane_gbps:
+            # legs slower than the cage's lanes (SN5400 at 25G): a QSFP28 module, 4 x 25G NRZ
+            return End("QSFP28", link.speed_gbps, link.speed_gbps * legs, legs, True)
+        return End(sw.form, sw.lane_gbps, sw.cage_speed_gbps, legs, True, sw.optical_lane_gbps or 0)
     if link.speed_gbps <= 10:  # BMC, PDU and CDU management ports
         return End("RJ45", 1, link.speed_gbps, 1)
     if model in cat.nodes and link.tier == "node-leaf":
-        return End(cat.nodes[model].compute_nic_form, 100, link.speed_gbps, 1)
+        node = cat.nodes[model]
+        per_cage = node.compute_nics_per_cage  # a twin-port cage: one module for two NICs
+        return End(node.compute_nic_form, 100, link.speed_gbps * per_cage, per_cage)
     return End("QSFP112", 100, link.speed_gbps, 1)  # ConnectX-7 storage/in-band and appliance ports
 
 
@@ -111,7 +116,8 @@ def choose_media(cat: Catalog, link: Link, a: End, b: End, length: float, optica
         # end only (shared cages at both ends, a twin-port cage's ports to different switches,
         # need a transceiver at each end); optics need one optical lane rate
         lane = assembly_lane(a, b, link.speed_gbps)
-        direct = lane is not None and min(a.ports_per_module, b.ports_per_module) == 1 and not optical_only
+        direct = lane is not None and min(a.ports_per_module, b.ports_per_module) == 1 and not optical_only and all(
+            e.switch or e.ports_per_module == 1 for e in (a, b))  # a host's twin-port cage takes its module
         optical = min(a.optical_lane, b.optical_lane)
         options = [m for m in cat.media if direct and m.media not in OPTICAL and m.lane_gbps == lane]
         # a reach only switch optics have (FR4) where one serves each end at this speed (CWDM4
@@ -142,8 +148,9 @@ def optic(cat: Catalog, end: End, media: str, speed: int, lane: int, length: flo
             continue
         if speed < o.connector_gbps and not o.splitter:  # a slower link needs a splitter fibre
             continue
-        if (end.switch and o.speed_gbps == end.native_gbps) or (
-            not end.switch and (o.speed_gbps == speed or speed in o.also_gbps)
+        whole_cage = end.switch or end.ports_per_module > 1  # one module serves the cage's ports
+        if (whole_cage and o.speed_gbps == end.native_gbps) or (
+            not whole_cage and (o.speed_gbps == speed or speed in o.also_gbps)
         ):
             return o
     return None
@@ -219,16 +226,18 @@ def _cage_index(cat: Catalog, memo: dict, model: str, speed: int, port: str) -> 
 
 def _cage_groups(cat: Catalog, runs: list[tuple]) -> dict[tuple, list[int]]:
     """Links that share a switch cage's module or splitter with a direct cable in mind: one end a
-    split cage, the other a single port (both ends split always take optics)."""
+    split switch cage (split switch cages at both ends always take optics). The far end may be a
+    host's twin-port cage: it takes optics, and so do the other links of that switch cage."""
     memo: dict = {}
     groups: dict[tuple, list[int]] = {}
     for i, (lk, a, b, _, _, end_a, end_b) in enumerate(runs):
-        if (end_a.ports_per_module > 1) == (end_b.ports_per_module > 1):
+        split = [(dev, port) for dev, port, end in ((a, lk.a_port, end_a), (b, lk.b_port, end_b))
+                 if end.switch and end.ports_per_module > 1]
+        if len(split) != 1:
             continue
-        dev, port, end = (a, lk.a_port, end_a) if end_a.ports_per_module > 1 else (b, lk.b_port, end_b)
-        if end.switch:
-            cage = _cage_index(cat, memo, dev.model, lk.speed_gbps, port)
-            groups.setdefault((dev.name, cage), []).append(i)
+        dev, port = split[0]
+        cage = _cage_index(cat, memo, dev.model, lk.speed_gbps, port)
+        groups.setdefault((dev.name, cage), []).append(i)
     return groups
 
 

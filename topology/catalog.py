@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
 from functools import cache
 from math import sqrt
 from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 
 class _Entry(BaseModel):
@@ -69,6 +70,7 @@ class NodeModel(_Entry):
     cooling: Literal["air", "liquid"]
     liquid_capture: float  # share of the heat cold plates take (0 for air-cooled models)
     compute_nic_form: str = "OSFP"  # the rail NICs' cages (ConnectX-7 OSFP)
+    compute_nics_per_cage: Literal[1, 2] = 1  # 2: twin-port cages, one module for two NICs (DGX)
     psus: int  # split evenly over the rack's A and B feeds
     psus_required: int  # PSUs needed at full load
     psu_kw: float
@@ -239,6 +241,27 @@ class Assembly(_Entry):
         return self.part.format(len=length_code(length_m))
 
 
+class Figure(_Entry):
+    """A number and where it comes from (a datasheet, a standard, or a stated assumption)."""
+
+    value: float
+    source: str
+
+
+class GpuFigures(_Entry):
+    hbm_gbs: Figure  # memory bandwidth
+    nvlink_gbs: Figure | None = None  # NVLink per GPU, each direction
+    pcie_gbs: Figure  # host link, each direction
+
+
+class Acceptance(_Entry):
+    """Peaks and pass efficiencies `superpod accept` checks against (topology/operate/accept)."""
+
+    gpus: dict[str, GpuFigures]
+    efficiency: dict[Literal["hbm_copy", "pcie_copy", "nvlink_all_reduce", "rail_write_bw",
+                             "network_all_reduce"], Figure]
+
+
 class Catalog(_Entry):
     gpus: dict[str, Gpu]
     nodes: dict[str, NodeModel]
@@ -250,10 +273,68 @@ class Catalog(_Entry):
     optics: tuple[Optic, ...]
     fibres: tuple[Fibre, ...] = ()
     assemblies: tuple[Assembly, ...] = ()
+    acceptance: Acceptance
+
+
+# Catalog files layered over the packaged one (`--catalog FILE`, a stack's `superpod:catalog`):
+# a site adds or overrides node and switch models without editing the installed package.
+_overlays: tuple[str, ...] = ()
+TABLES = ("gpus", "nodes", "switches", "appliances", "pdus", "cdus")  # by model key: an overlay entry replaces
+LISTS = ("media", "optics", "fibres", "assemblies")  # rows: an overlay's rows are added
+
+
+def use_overlays(paths) -> None:
+    """Every catalog load after this (the spec's checks, builders, renderers) sees the packaged
+    catalog with these files layered over it, in order; an empty list restores the packaged one."""
+    global _overlays
+    _overlays = tuple(str(p) for p in paths)
+    load.cache_clear()
+
+
+def overlays() -> tuple[str, ...]:
+    return _overlays
+
+
+def layer(data: dict, overlay: object, source: str) -> dict:
+    """`data` with one overlay file's tables layered on: a model key replaces the packaged entry
+    whole (every fact and its source given again), list rows are added."""
+    from topology.errors import SpecError
+
+    if not isinstance(overlay, dict):
+        raise SpecError(source, f"a catalog overlay is a mapping of tables ({', '.join(TABLES + LISTS)})")
+    out = dict(data)
+    for key, value in overlay.items():
+        if key.startswith("_"):  # YAML anchors' holders, as in the packaged catalog
+            continue
+        if key in TABLES:
+            if not isinstance(value, dict):
+                raise SpecError(f"{source}: {key}", "must be a mapping of model name to its facts")
+            out[key] = {**out.get(key, {}), **value}
+        elif key in LISTS:
+            if not isinstance(value, list):
+                raise SpecError(f"{source}: {key}", "must be a list of rows")
+            out[key] = [*out.get(key, []), *value]
+        else:
+            close = difflib.get_close_matches(str(key), TABLES + LISTS, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(TABLES + LISTS)})"
+            raise SpecError(f"{source}: {key}", "unknown catalog table" + hint)
+    return out
 
 
 @cache
 def load() -> Catalog:
     text = (Path(__file__).parent / "data" / "catalog.yaml").read_text(encoding="utf-8")
     data = {k: v for k, v in yaml.safe_load(text).items() if not k.startswith("_")}
-    return Catalog.model_validate(data)
+    if not _overlays:
+        return Catalog.model_validate(data)
+    from topology import strict_yaml
+    from topology.errors import SpecError, SpecErrors
+
+    for path in _overlays:
+        data = layer(data, strict_yaml.load_file(path, "--catalog"), path)
+    try:  # the same models, so an overlay entry is held to every rule a packaged one is
+        return Catalog.model_validate(data)
+    except ValidationError as e:
+        where = ", ".join(_overlays)
+        raise SpecErrors([SpecError(f"{where}: " + ".".join(str(p) for p in err["loc"]),
+                                    err["msg"].removeprefix("Value error, ")) for err in e.errors()]) from None

@@ -11,11 +11,14 @@ from typing import Annotated, Optional
 
 import typer
 from rich.console import Console
+from rich.live import Live
+from rich.spinner import Spinner
 from rich.text import Text
 
 from topology.build import build
 from topology.errors import SpecError, SpecErrors, plain
 from topology.gc_tuning import collector_paused
+from topology.growth import check_growth
 from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
@@ -50,6 +53,11 @@ def main(
 StackOpt = Annotated[Optional[str], typer.Option("--stack", "-s", help="read Pulumi.<stack>.yaml")]  # noqa: UP045
 SpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="a bare spec file (the value of superpod:pod)")]  # noqa: UP045
 ProjectOpt = Annotated[Path, typer.Option("--project-dir", "-C", help="where Pulumi.<stack>.yaml files live")]
+CatalogOpt = Annotated[Optional[list[Path]], typer.Option(  # noqa: UP045
+    "--catalog", help="a catalog file layered over the packaged one: adds or overrides node, switch and other "
+    "models (repeatable; a stack may name one as superpod:catalog)")]
+AllowMovesOpt = Annotated[bool, typer.Option("--allow-moves", help="write a plan that moves gear the last plan "
+                                             "placed (rack, unit, cable, address): nothing is installed yet")]
 
 
 MAX_ERRORS_SHOWN = 50  # a spec with 50,000 stray keys needs the first few named, not a minute of output
@@ -94,6 +102,40 @@ def check_stack_name(stack: str) -> None:
         fail(SpecError("--stack", "must be lowercase letters, digits and '-' (at most 63, not starting with '-')"))
 
 
+# Set by each command that takes --catalog: the overlays load() layers before reading a spec.
+CATALOGS: ContextVar[tuple[Path, ...]] = ContextVar("catalogs", default=())
+
+
+def stack_catalogs(stack_file: Path) -> list[Path]:
+    """The catalog overlays a stack file names (`config: superpod:catalog: FILE or [FILE, ...]`),
+    relative to the stack file's folder."""
+    from topology import strict_yaml
+
+    data = strict_yaml.load_file(str(stack_file))
+    config = data.get("config") if isinstance(data, dict) else None
+    named = config.get("superpod:catalog") if isinstance(config, dict) else None  # the spec's own check names a bad one
+    if named is None:
+        return []
+    names = named if isinstance(named, list) else [named]
+    if not all(isinstance(n, str) and n for n in names):
+        raise SpecError(f"{stack_file}: config.superpod:catalog", "must be a file name or a list of file names")
+    return [stack_file.parent / n for n in names]
+
+
+def use_catalogs(stack_file: Path | None) -> None:
+    """Layers the stack's and --catalog's overlays over the packaged catalog (catalog.use_overlays)
+    and checks them now, so a bad overlay is named before the spec is read against it."""
+    from topology import catalog
+
+    paths = [*(stack_catalogs(stack_file) if stack_file else []), *CATALOGS.get()]
+    for path in paths:
+        problem = spec_file_problem(path)
+        if problem:
+            raise SpecError("--catalog", problem.replace("spec file", "catalog file"))
+    catalog.use_overlays(paths)
+    catalog.load()
+
+
 def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, PodSpec]:
     if bool(stack) == bool(spec):
         fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
@@ -103,10 +145,12 @@ def load(stack: str | None, spec: Path | None, project_dir: Path) -> tuple[str, 
             path = project_dir / f"Pulumi.{stack}.yaml"
             if not path.is_file():
                 fail(SpecError("--stack", f"no stack file {path}"))
+            use_catalogs(path)
             return stack, load_stack_file(str(path))
         problem = spec_file_problem(spec)
         if problem:
             fail(SpecError("--spec", problem))
+        use_catalogs(None)
         parsed = load_spec_file(str(spec))
         return parsed.name, parsed
     except SpecErrors as e:
@@ -123,6 +167,73 @@ def layout_of(pod: PodSpec):
         fail(e)
 
 
+class Progress:
+    """Where long work is, on stderr, only when stderr is a terminal: an 8k-GPU plan takes half a
+    minute, and a silent half minute looks like a hang; a log or a pipe gets nothing."""
+
+    def __init__(self, console: Console) -> None:
+        self.live = Live(console=console, transient=True) if console.is_terminal else None
+
+    def __enter__(self) -> Progress:
+        if self.live:
+            self.live.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live:
+            self.live.stop()
+
+    def step(self, text: str) -> None:
+        if self.live:  # drawn now: the step that follows may hold the interpreter for seconds
+            self.live.update(Spinner("dots", text=text), refresh=True)
+
+
+def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None, report: bool,
+               allow_moves: bool = False) -> dict:
+    """Builds the layout and writes its artifacts (and the report): what a plan wrote, for its summary."""
+    from topology.render.artifacts import iter_artifacts
+    from topology.render.files import publish
+    from topology.render.inventory import OVERRIDES
+
+    name, pod = load(stack, spec, project_dir)
+    out_dir = out or project_dir / "build" / name
+    inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
+    count = [0]
+    with Progress(err) as progress:
+        progress.step(f"{name}: building the layout")
+        layout = layout_of(pod)
+        if not allow_moves:  # gear the last plan placed stays where it is (topology/growth.py)
+            try:
+                check_growth(out_dir / "layout.json", layout)
+            except SpecError as e:
+                fail(e)
+
+        def files():  # rendered one at a time as publish writes them: the set is never all in memory
+            for item in iter_artifacts(layout, out_dir, inventory_dir):
+                count[0] += 1
+                if count[0] % 64 == 1:
+                    progress.step(f"{name}: rendering and writing files ({count[0]} so far)")
+                yield item
+            if report:
+                from topology.render.report import render_report
+
+                progress.step(f"{name}: rendering the report")
+                for item in render_report(layout, out_dir).items():
+                    count[0] += 1
+                    yield item
+
+        try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
+            with collector_paused():
+                changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
+        except SpecError as e:  # a renderer's refusal (a switch OS's platform lacks what the plan needs)
+            fail(e)
+        except OSError as e:
+            where = e.filename or out_dir
+            field = "--out" if out else str(inventory_dir if Path(where).is_relative_to(inventory_dir) else out_dir)
+            fail(SpecError(field, f"cannot write {where}: {e.strerror or e}"))
+    return {"layout": layout, "out": out_dir, "inventory": inventory_dir, "changed": len(changed), "files": count[0]}
+
+
 @app.command()
 def plan(
     stack: StackOpt = None,
@@ -131,47 +242,25 @@ def plan(
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
     json_summary: Annotated[bool, typer.Option("--json", help="print the summary as JSON")] = False,
     report: Annotated[bool, typer.Option("--report", help="also write the HTML report (<out>/report/)")] = False,
+    allow_moves: AllowMovesOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Build the layout and write devices.csv, cabling.csv, ipplan.csv, asns.csv, racks.csv,
     layout.json and the Ansible inventory (inventories/<stack>/, or <out>/inventory/)."""
     JSON_ERRORS.set(json_summary)
-    from topology.render.artifacts import iter_artifacts
-    from topology.render.files import publish
-    from topology.render.inventory import OVERRIDES
+    CATALOGS.set(tuple(catalog or ()))
     from topology.render.summary import summary, summary_tables
 
-    name, pod = load(stack, spec, project_dir)
-    layout = layout_of(pod)
-    out_dir = out or project_dir / "build" / name
-    inventory_dir = (out / "inventory") if out else project_dir / "inventories" / name
-    count = [0]
-
-    def files():  # rendered one at a time as publish writes them: the set is never all in memory
-        for item in iter_artifacts(layout, out_dir, inventory_dir):
-            count[0] += 1
-            yield item
-        if report:
-            from topology.render.report import render_report
-
-            for item in render_report(layout, out_dir).items():
-                count[0] += 1
-                yield item
-
-    try:  # the whole set or nothing: a kill, full disk or read-only folder leaves the old set
-        with collector_paused():
-            changed = publish(files(), out_dir, inventory_dir, seeds=[inventory_dir / OVERRIDES])
-    except SpecError as e:  # a renderer's refusal (a switch OS's platform lacks what the plan needs)
-        fail(e)
-    except OSError as e:
-        where = e.filename or out_dir
-        fail(SpecError("--out" if out else str(out_dir), f"cannot write {where}: {e.strerror or e}"))
+    wrote = write_plan(stack, spec, project_dir, out, report, allow_moves)
+    layout, out_dir, inventory_dir = wrote["layout"], wrote["out"], wrote["inventory"]
     if json_summary:
-        print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)}, indent=1))
+        extra = {"report": str(out_dir / "report" / "index.html")} if report else {}
+        print(json.dumps(summary(layout) | {"out": str(out_dir), "inventory": str(inventory_dir)} | extra, indent=1))
         return
     for table in summary_tables(layout):
         console.print(table)
     console.print(
-        f"wrote {len(changed)} of {count[0]} files ({count[0] - len(changed)} unchanged): "
+        f"wrote {wrote['changed']} of {wrote['files']} files ({wrote['files'] - wrote['changed']} unchanged): "
         f"{out_dir}/ and {inventory_dir}/",
         highlight=False,
     )
@@ -183,13 +272,18 @@ def report_cmd(
     spec: SpecOpt = None,
     project_dir: ProjectOpt = Path("."),
     out: Annotated[Optional[Path], typer.Option(help="artifact folder (default build/<name>/)")] = None,  # noqa: UP045
+    json_out: Annotated[bool, typer.Option("--json", help="the plan's summary and the report's path as JSON")] = False,
+    allow_moves: AllowMovesOpt = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Write the pod's HTML report (build/<name>/report/index.html: overview, fabric, floor plan,
     power and cooling, rack elevations, cable schedules, BOM). It is written with the plan's
     artifacts, as `plan --report` does, so report, bom.csv and labels.csv always agree."""
-    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=False, report=True)
-    name = stack or load(stack, spec, project_dir)[0]
-    console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
+    plan(stack=stack, spec=spec, project_dir=project_dir, out=out, json_summary=json_out, report=True,
+         allow_moves=allow_moves, catalog=catalog)
+    if not json_out:
+        name = stack or load(stack, spec, project_dir)[0]
+        console.print(f"report: {(out or project_dir / 'build' / name) / 'report' / 'index.html'}", highlight=False)
 
 
 def _load_either(ref: str, project_dir: Path) -> PodSpec:
@@ -197,6 +291,7 @@ def _load_either(ref: str, project_dir: Path) -> PodSpec:
     if not path.is_file():
         return load(ref, None, project_dir)[1]
     try:  # a stack file or a bare spec, told apart by structure (a comment cannot mislead it)
+        use_catalogs(path)  # a bare spec names no catalog: only --catalog's then
         return load_spec_or_stack_file(str(path))
     except SpecErrors as e:
         fail(e.errors)
@@ -235,17 +330,21 @@ def publish(
     workers: Annotated[int, typer.Option(help="concurrent bulk requests (interfaces, cables, addresses)")] = 4,
     timeout: Annotated[float, typer.Option(help="seconds a request may take (connect, read, write each)",
                                            min=1, max=3600)] = 60.0,
+    json_out: Annotated[bool, typer.Option("--json", help="counts and every change as JSON on stdout")] = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """Publish the plan into Nautobot: locations, rack groups, racks, device types and roles, devices
     at their units, interfaces, cables, namespace, prefixes, addresses, ASNs, SU/rail tags. Idempotent;
     deletes only objects tagged `superpod`, and only with --prune."""
     from topology.publish.commands import publish_plan
 
+    JSON_ERRORS.set(json_out)
+    CATALOGS.set(tuple(catalog or ()))
     if not nautobot:
         fail(SpecError("--nautobot", "required: the Nautobot URL"))
     layout = layout_of(load(stack, spec, project_dir)[1])
     raise typer.Exit(_publish_call(publish_plan, layout, nautobot, token_file, dry_run=dry_run, prune=prune,
-                                   limit=limit, workers=workers, timeout=timeout))
+                                   limit=limit, workers=workers, timeout=timeout, as_json=json_out))
 
 
 @app.command()
@@ -256,22 +355,32 @@ def diff(
     limit: Annotated[int, typer.Option(help="lines shown per list (0: all)")] = 20,
     nautobot: NautobotOpt = None,
     token_file: TokenFileOpt = None,
+    json_out: Annotated[bool, typer.Option("--json", help="every change as JSON on stdout (no --limit)")] = False,
+    catalog: CatalogOpt = None,
 ) -> None:
     """List devices, cables and addresses added, removed or changed from OLD to NEW (or, with
     --nautobot, between the plan of OLD and what Nautobot holds). Exits 0 when they are the same,
     1 when they differ."""
     from topology.diff import diff_layouts
 
+    JSON_ERRORS.set(json_out)
+    CATALOGS.set(tuple(catalog or ()))
     if nautobot:
         if new is not None:
             fail(SpecError("NEW", "give one stack with --nautobot: its plan is compared with Nautobot"))
         from topology.publish.commands import nautobot_diff
 
         raise typer.Exit(_publish_call(nautobot_diff, layout_of(_load_either(old, project_dir)), nautobot,
-                                       token_file, limit=limit))
+                                       token_file, limit=limit, as_json=json_out))
     if new is None:
         fail(SpecError("NEW", "missing: give OLD and NEW, or one stack with --nautobot URL"))
     changes = diff_layouts(layout_of(_load_either(old, project_dir)), layout_of(_load_either(new, project_dir)))
+    if json_out:
+        same = not any(changes.values())
+        print(json.dumps({"ok": True, "same": same, "changes": {
+            what: {"added": c.added, "removed": c.removed, "changed": c.changed} for what, c in changes.items()}},
+            indent=1))
+        raise typer.Exit(0 if same else 1)
     any_change = False
     for what, c in changes.items():
         console.print(f"[bold]{what}[/]: +{len(c.added)} -{len(c.removed)} ~{len(c.changed)}")
@@ -286,8 +395,19 @@ def diff(
 
 
 @app.command()
-def schema(out: Annotated[Optional[Path], typer.Option(help="write to a file instead of stdout")] = None) -> None:  # noqa: UP045
-    """Print the JSON Schema of the pod spec (the value of superpod:pod)."""
+def schema(
+    out: Annotated[Optional[Path], typer.Option(help="write to a file instead of stdout")] = None,  # noqa: UP045
+    catalog: CatalogOpt = None,
+) -> None:
+    """Print the JSON Schema of the pod spec (the value of superpod:pod); each model field lists
+    the catalog's models (with --catalog's)."""
+    CATALOGS.set(tuple(catalog or ()))
+    try:
+        use_catalogs(None)
+    except SpecErrors as e:
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
     text = json.dumps(json_schema(), indent=2) + "\n"
     if out:
         from topology.render.files import write_atomic
@@ -316,12 +436,29 @@ FullAfterOpt = Annotated[float, typer.Option("--full-after", min=0, help="hours 
 ProgressOpt = Annotated[Optional[bool], typer.Option("--progress/--no-progress", help="live progress (tty: on)")]  # noqa: UP045
 
 
-def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, playbook, fresh_facts=False):
+OperateStackOpt = Annotated[Optional[str], typer.Option("--stack", "-s",  # noqa: UP045
+                                                       help="inventories/<stack> (from superpod plan)")]
+OperateSpecOpt = Annotated[Optional[Path], typer.Option("--spec", help="the spec file planned with `plan --spec`")]  # noqa: UP045
+PlanOutOpt = Annotated[Optional[Path], typer.Option("--out", help="the folder `plan --out DIR` wrote: its "  # noqa: UP045
+                                                    "inventory/ is run (default inventories/<stack>)")]
+
+
+def planned(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None) -> tuple[str, Path | None]:
+    """The stack name and inventory a plan wrote: `--stack S` or `--spec FILE` (its name), from
+    inventories/<name>/ or, with `--out DIR`, DIR/inventory/ -- where `plan` put them."""
+    if bool(stack) == bool(spec):
+        fail(SpecError("--stack/--spec", "give exactly one of --stack NAME or --spec FILE"))
+    name = stack or load(None, spec, project_dir)[0]
+    return name, (out / "inventory") if out else None
+
+
+def _run_request(stack, project_dir, overlays, limit, tags, runs_dir, vault, forks, kind, playbook, fresh_facts=False,
+                 inventory=None):
     from topology.operate.runs import RunRequest
 
     return RunRequest(project_dir=project_dir, stack=stack, kind=kind, overlays=tuple(overlays or ()), limit=limit,
                       tags=tags, runs_dir=runs_dir, vault_password_file=vault, forks=forks, fresh_facts=fresh_facts,
-                      playbook=playbook)
+                      playbook=playbook, inventory=inventory)
 
 
 def _operate(call) -> None:
@@ -337,7 +474,9 @@ def _operate(call) -> None:
 
 @app.command()
 def apply(
-    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    stack: OperateStackOpt = None,
+    spec: OperateSpecOpt = None,
+    out: PlanOutOpt = None,
     project_dir: ProjectOpt = Path("."),
     inventory_overlay: OverlayOpt = None,
     limit: LimitOpt = None,
@@ -352,6 +491,8 @@ def apply(
     full_after: FullAfterOpt = 24.0,
     canary: Annotated[Optional[str], typer.Option("--canary", help="an Ethernet switch pushed and health-gated "  # noqa: UP045
                                                   "alone before the rollout's batches")] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="per-host results as JSON on stdout "
+                                           "(progress and tables go to stderr)")] = False,
 ) -> None:
     """Run site.yml over inventories/<stack> (ansible-runner): live progress, a per-host summary,
     run artifacts in .runs/<stack>/. Exit 0 all ok, 1 a host failed or was unreachable, 2 error.
@@ -363,15 +504,19 @@ def apply(
 
     from topology.operate import commands
 
+    JSON_ERRORS.set(json_out)
+    stack, inventory = planned(stack, spec, project_dir, out)
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
-                       "apply", playbook, fresh_facts)
+                       "apply", playbook, fresh_facts, inventory)
     _operate(lambda: commands.apply(req, console, progress, full=full or not full_after,
-                                    full_after=timedelta(hours=full_after), canary=canary))
+                                    full_after=timedelta(hours=full_after), canary=canary, as_json=json_out))
 
 
 @app.command()
 def drift(
-    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    stack: OperateStackOpt = None,
+    spec: OperateSpecOpt = None,
+    out: PlanOutOpt = None,
     project_dir: ProjectOpt = Path("."),
     inventory_overlay: OverlayOpt = None,
     limit: LimitOpt = None,
@@ -398,8 +543,9 @@ def drift(
     from topology.operate import commands
 
     JSON_ERRORS.set(json_out)
+    stack, inventory = planned(stack, spec, project_dir, out)
     req = _run_request(stack, project_dir, inventory_overlay, limit, tags, runs_dir, vault_password_file, forks,
-                       "drift", playbook)
+                       "drift", playbook, inventory=inventory)
     if quick:
         if fix or tags:
             fail(SpecError("--quick", "compares whole hosts with their record: not with --fix or --tags "
@@ -441,6 +587,41 @@ def check_nvue(
     console.print(f"Cumulus Linux {release} NVUE model: {len(results) - len(bad)} of {len(results)} "
                   f"startup.yaml accepted", highlight=False)
     raise typer.Exit(1 if bad else 0)
+
+
+# ---- bring-up: acceptance of nodes, rails and SUs (topology/operate/accept) ------------------
+@app.command()
+def accept(
+    stack: Annotated[str, typer.Option("--stack", "-s", help="inventories/<stack> (from superpod plan)")],
+    project_dir: ProjectOpt = Path("."),
+    inventory_overlay: OverlayOpt = None,
+    limit: LimitOpt = None,
+    runs_dir: RunsOpt = None,
+    vault_password_file: VaultOpt = None,
+    forks: ForksOpt = None,
+    plan_dir: Annotated[Optional[Path], typer.Option(help="where labels.csv is (default build/<stack>/)")] = None,  # noqa: UP045
+    dcgm_level: Annotated[int, typer.Option("--dcgm-level", min=2, max=3, help="dcgmi diag -r: 2, or 3 (long)")] = 2,
+    nodes_only: Annotated[bool, typer.Option("--nodes-only", help="per-node checks only: no rail or SU runs")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="the verdicts as JSON on stdout")] = False,
+    playbook: Annotated[Optional[Path], typer.Option("--playbook", help="instead of playbooks/accept.yml")] = None,  # noqa: UP045
+) -> None:
+    """Measure each node (node_check, GPU health, dcgmi diag, nvbandwidth, all_reduce over NVLink),
+    each rail (ib_write_bw between nodes under one rail leaf) and each SU and the pod (all_reduce
+    over MPI) against the plan's figures; a table per scope and a work list naming node, GPU or
+    NIC and cable. Results in .runs/<stack>/accept/. Exit 0 all pass, 1 a check failed, 2 error."""
+    from topology.operate.accept.run import accept as run_accept
+
+    JSON_ERRORS.set(json_out)
+    req = _run_request(stack, project_dir, inventory_overlay, limit, None, runs_dir, vault_password_file, forks,
+                       "accept", playbook or project_dir / "playbooks" / "accept.yml")
+    try:
+        code = run_accept(req, console, as_json=json_out, dcgm_level=dcgm_level, rails=not nodes_only,
+                          plan_dir=plan_dir)
+    except SpecErrors as e:  # the stack file's acceptance overrides
+        fail(e.errors)
+    except SpecError as e:
+        fail(e)
+    raise typer.Exit(code)
 
 
 # ---- bring-up: validate the cabling against the plan (topology/operate/validate) ---------------

@@ -131,20 +131,21 @@ def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
         cores = _inband_cores([up] * su_switches, core_radix - peer_units, mgmt_ports, ib.min_core_switches)
     except SpecError:
         cores = 0
+    if peer_links and cores not in (0, 2):
+        # MLAG pairs exactly two cores (the mgmt nodes' bonds span them): a pod that needs more
+        # takes the three-tier shape instead, blocks under in-band spines and the mgmt nodes on
+        # the services pair, as a pod too large for any two-tier core set already does
+        cores = 0
     if cores:
-        if peer_links and cores != 2:
-            raise SpecError(
-            "management.inband.pairing",
-                f"in-band fabric: MLAG pairs exactly two in-band cores and this pod needs {cores}; "
-                f"use pairing: evpn_mh (or fewer {up_speed}G management.inband.uplinks_per_switch)",
-            )
         return InbandSizing(**base, tiers=2, cores=cores, switches_max=su_switches)
     # Three tiers: blocks of switches under one spine per switch uplink; the services pair last.
     spine_down = core_radix // 2 // 2 * 2  # whole pairs per block
     spine_up = core_radix - spine_down
     switches_max = su_switches + SIDES
     blocks_max = ceil(switches_max / spine_down)
-    per_group = smallest_divisor_at_least(spine_up, ceil(blocks_max * spine_up / core_radix))
+    # each core keeps whole cages for its border uplinks (topology/border.py) beside the spines
+    spine_ports = core_radix - ib.border_uplinks * core_sw.lanes[up_speed]
+    per_group = smallest_divisor_at_least(spine_up, ceil(blocks_max * spine_up / max(spine_ports, 1)))
     if per_group is None:
         most = (core_radix * spine_down - SIDES) // (pairs * sides)
         raise SpecError(
@@ -237,8 +238,9 @@ def inband_fabric(
             else:
                 b, p = divmod(g, sz.block_switches)
                 far, far_port, tier = spine_names[b * up + j], core_sw.port(p, sz.up_speed), "inband-spine"
+            # slot: the switch's end-state ordinal x uplinks + j (its /31, ipam.py)
             links.append(Link(sw_name, port(sz.first_up + j, sz.up_speed), far, far_port, "inband", tier,
-                              sz.up_speed))
+                              sz.up_speed, slot=g * up + j))
 
     def pair_peer_links(a: str, b: str, pair: int) -> None:
         for k in range(sz.peer_links):
@@ -317,4 +319,4 @@ def _spines(
             g2, link = divmod(k, lpc)
             links.append(Link(spine_names[s], core_sw.port(sz.spine_down + k, sz.up_speed),
                               core_names[j * sz.cores_per_group + g2], core_sw.port(b * lpc + link, sz.up_speed),
-                              "inband", "inband-spine-core", sz.up_speed))
+                              "inband", "inband-spine-core", sz.up_speed, slot=s * sz.spine_up + k))

@@ -19,6 +19,7 @@ from topology.catalog import load as load_catalog
 from topology.errors import SpecError
 from topology.fabric import ComputeSizing, storage_leaves_per_su
 from topology.inband import pairs_for, size_inband
+from topology.inband_routing import inband_asns, uplink_regions
 from topology.model import Address, Asn, Device, Link, Rack
 from topology.oob_routing import oob_asns
 from topology.racks import agg_access_ports
@@ -124,28 +125,28 @@ def plan(
                 gateways_done.add(lk.b_device)
                 add(Address(lk.b_device, f"vlan{100 + rail}", f"{gw}/{plen}", net, "rails"))
 
-    # Switch-to-switch /31s, one region per tier sized for the end state.
-    if routed or cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
-        regions = []
-        if routed:
-            regions += [
-                ("leaf-spine", spec.max_su * sz.rails * sz.up),
-                ("spine-core", sz.spines_max * sz.spine_up if sz.tiers == 3 else 0),
-            ]
-        storage_up = [lk for lk in by_tier.get("storage_leaf-storage_spine", ())]
-        if storage_up and cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
-            regions.append(("storage_leaf-storage_spine", _storage_uplinks_max(spec, cat, storage_up)))
-        if converged(spec):  # SU in-band switches to their storage leaves, by end-state switch slot
-            regions.append((JUNCTION, size_inband(spec, cat).switches_max * links_per_switch(spec, cat)[0]))
-        pool = Pool(spec, "fabric_p2p", 31, sum(n for _, n in regions))
-        offset = 0
-        for tier, count in regions:
-            for lk in by_tier.get(tier, ()):
-                base, net = pool.subnet(offset + lk.slot)
-                # the upper tier (b end) is the parent: .0; the lower tier is .1
-                add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "fabric_p2p", int_to_str(base + 1)))
-                add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "fabric_p2p", int_to_str(base)))
-            offset += count
+    # Switch-to-switch /31s, one region per tier sized for the end state; the in-band uplinks always route.
+    regions = []
+    if routed:
+        regions += [
+            ("leaf-spine", spec.max_su * sz.rails * sz.up),
+            ("spine-core", sz.spines_max * sz.spine_up if sz.tiers == 3 else 0),
+        ]
+    storage_up = [lk for lk in by_tier.get("storage_leaf-storage_spine", ())]
+    if storage_up and cat.switches[spec.storage_fabric.switch_model].kind == "ethernet":
+        regions.append(("storage_leaf-storage_spine", _storage_uplinks_max(spec, cat, storage_up)))
+    if converged(spec):  # SU in-band switches to their storage leaves, by end-state switch slot
+        regions.append((JUNCTION, size_inband(spec, cat).switches_max * links_per_switch(spec, cat)[0]))
+    regions += uplink_regions(spec, cat)  # last: the fabrics' /31s never move
+    pool = Pool(spec, "fabric_p2p", 31, sum(n for _, n in regions))
+    offset = 0
+    for tier, count in regions:
+        for lk in by_tier.get(tier, ()):
+            base, net = pool.subnet(offset + lk.slot)
+            # the upper tier (b end) is the parent: .0; the lower tier is .1
+            add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "fabric_p2p", int_to_str(base + 1)))
+            add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "fabric_p2p", int_to_str(base)))
+        offset += count
 
     # Loopbacks (/32) of routed switches, by role region.
     loop_roles = (["leaf", "spine", "core"] if routed else []) + (
@@ -241,6 +242,7 @@ def plan(
     out += _oob(spec, devices, links, racks, rack_positions)
     asns, nxt = _asns(spec, cat, sz, devices, region_size)
     oob, nxt = oob_asns(devices, racks, rack_positions, nxt)  # the OOB region follows the fabrics'
+    inband, nxt = inband_asns(spec, cat, devices, nxt)  # the in-band leaves' and spines' after it
     a = spec.addressing
     if nxt - 1 > a.asn_last:
         raise SpecError(
@@ -248,7 +250,7 @@ def plan(
             f"ASN range {a.asn_first}-{a.asn_last} holds "
             f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}",
         )
-    return out, asns + oob
+    return out, asns + oob + inband
 
 
 def _ipoib_storage(spec: PodSpec, ppn: int, by_tier: dict[str, list[Link]]) -> list[Address]:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 
@@ -55,3 +56,8 @@ class Names:
     @staticmethod
     def rack(row: int, position: int) -> str:
         return f"rack-{row_letters(row)}{position:02d}"
+
+
+def natural_key(name: str) -> tuple:
+    """Orders names as people read them: swp2 before swp10, rack-a2 before rack-a10."""
+    return tuple((0, int(t), "") if t.isdigit() else (1, 0, t) for t in re.split(r"(\d+)", name))

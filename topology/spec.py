@@ -8,6 +8,7 @@ and raise SpecError with the same field paths.
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Annotated, Literal
 
 import netaddr
@@ -124,8 +125,8 @@ class Inband(_Spec):
     switch_os: SwitchOs = "cumulus"
     pairing: Literal["mlag", "evpn_mh"] = Field(
         "mlag",
-        description="how each SU's switch pair carries the nodes' bond0: MLAG with cabled peer links, "
-        "or EVPN multihoming (no peer link; needs an EVPN underlay on the pair)",
+        description="how each SU's switch pair carries the nodes' bond0: MLAG with cabled peer links "
+        "(evpn_mh, EVPN multihoming, is refused until its EVPN control plane is rendered: docs/switches.md)",
     )
     peer_links: Annotated[int, Field(ge=1, le=8)] = Field(2, description="MLAG peer-link cables per switch pair")
     border_uplinks: Annotated[int, Field(ge=0, le=16)] = Field(
@@ -141,6 +142,19 @@ class Inband(_Spec):
     )
 
     _switch = field_validator("switch_model")(lambda v: _known("switches", v))
+
+    @field_validator("pairing")
+    @classmethod
+    def _pairing(cls, mode: str) -> str:
+        # An EVPN-MH pair has no peer link: without BGP l2vpn-evpn, VXLAN and VNIs on both switches
+        # (none rendered) the two members of a node's bond would not form one LACP partner.
+        if mode == "evpn_mh":
+            raise ValueError(
+                "evpn_mh is not supported: EVPN multihoming needs BGP l2vpn-evpn, VXLAN and VNIs on the pair, "
+                "which no renderer writes yet; use pairing: mlag (pods past one core pair plan with MLAG)"
+            )
+        return mode
+
     _core = field_validator("core_switch_model")(lambda v: v if v is None else _known("switches", v))
     _mgmt = field_validator("mgmt_node_model")(lambda v: _known("appliances", v))
 
@@ -154,6 +168,10 @@ class Oob(_Spec):
         "or the services pair of a three-tier in-band fabric: the mgmt nodes' path to every BMC"
     )
     switch_os: SwitchOs = "cumulus"
+    announce_to_site: bool = Field(
+        False, description="the in-band cores announce addressing.oob (every BMC's subnet) to the site's border "
+        "routers; off: the site gets the in-band summary only and reaches the BMCs through the mgmt nodes"
+    )
 
     _switch = field_validator("switch_model", "aggregation_model")(lambda v: _known("switches", v))
 
@@ -382,6 +400,51 @@ class SwitchServices(_Spec):
         lambda v: [_address(a) for a in v])
 
 
+Efficiency = Annotated[float, Field(gt=0, le=1)]
+
+
+class AcceptanceSpec(_Spec):
+    """Overrides of what `superpod accept` expects (the catalog's `acceptance` section)."""
+
+    efficiency: dict[Literal["hbm_copy", "pcie_copy", "nvlink_all_reduce", "rail_write_bw", "network_all_reduce"],
+                     Efficiency] = Field(default_factory=dict, description="pass threshold as a share of the peak")
+    expected: dict[Literal["hbm_copy_gbs", "pcie_copy_gbs", "node_all_reduce_busbw_gbs", "rail_write_bw_gbps",
+                           "network_all_reduce_busbw_gbs"], Annotated[float, Field(gt=0)]] = Field(
+        default_factory=dict, description="pass thresholds as absolute figures (GB/s, Gb/s for rails)")
+
+
+# A DNS name: dot-separated RFC 1123 labels (letters, digits, inner hyphens, 1-63 each).
+_DOMAIN = re.compile(r"^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$")
+RESOLVERS_MAX = 3  # glibc's MAXNS: resolv.conf uses the first three nameservers only
+
+
+def _domain(value: str) -> str:
+    if not isinstance(value, str) or not _DOMAIN.match(value.lower()):
+        raise ValueError(f"not a DNS domain name (dot-separated labels of letters, digits and inner hyphens, "
+                         f"1-63 characters each): {value!r}")
+    return value.lower()
+
+
+class Dns(_Spec):
+    """Name resolution on the nodes' in-band bond (host_network writes it into netplan, networkd or
+    NetworkManager): the bond replaces the member port's DHCP lease, and with it the resolvers."""
+
+    servers: list[str] = Field([], description=f"DNS resolvers (IPv4), at most {RESOLVERS_MAX}: the in-band "
+                               "bond's nameservers")
+    search: list[str] = Field([], description="search domains, in order")
+
+    _servers = field_validator("servers")(lambda v: [_address(a) for a in v])
+    _search = field_validator("search")(lambda v: [_domain(d) for d in v])
+
+    @field_validator("servers")
+    @classmethod
+    def _at_most_three(cls, servers: list[str]) -> list[str]:
+        if len(servers) > RESOLVERS_MAX:
+            raise ValueError(f"{len(servers)} resolvers: resolv.conf uses at most {RESOLVERS_MAX} (glibc MAXNS); "
+                             "the rest would be ignored")
+        return servers
+
+
 class PodSpec(_Spec):
     name: Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
     node_model: str
@@ -395,12 +458,15 @@ class PodSpec(_Spec):
     management: Management = Management()
     racks: Racks = Racks()
     addressing: Addressing = Addressing()
+    dns: Dns = Dns()
     switch_software: SwitchSoftware = SwitchSoftware()
     # validate_default: the release check below runs when the section is left out, too
     switch_services: SwitchServices = Field(SwitchServices(), validate_default=True)
     spares_percent: float = Field(
         0.0, ge=0, le=100, description="bill of materials: spare cables and optics, percent of planned (rounded up)"
     )
+    acceptance: AcceptanceSpec = Field(default_factory=AcceptanceSpec,
+                                       description="what `superpod accept` expects, over the catalog's figures")
 
     _node = field_validator("node_model")(lambda v: _known("nodes", v))
 
@@ -526,5 +592,25 @@ def load_spec_or_stack_file(path: str) -> PodSpec:
     return parse(data)
 
 
+# The spec fields that name a catalog model, and the catalog table each names
+MODEL_FIELDS = {
+    ("PodSpec", "node_model"): "nodes",
+    ("ComputeFabric", "switch_model"): "switches", ("ComputeFabric", "ufm_model"): "appliances",
+    ("StorageFabric", "switch_model"): "switches", ("StorageFabric", "server_model"): "appliances",
+    ("Inband", "switch_model"): "switches", ("Inband", "core_switch_model"): "switches",
+    ("Inband", "mgmt_node_model"): "appliances",
+    ("Oob", "switch_model"): "switches", ("Oob", "aggregation_model"): "switches",
+    ("Racks", "pdu_model"): "pdus", ("Racks", "cdu_model"): "cdus",
+}
+
+
 def json_schema() -> dict:
-    return PodSpec.model_json_schema()
+    """The spec's JSON Schema, each model field listing the catalog's models (with any overlay)."""
+    schema = PodSpec.model_json_schema()
+    cat = catalog.load()
+    for (model, name), table in MODEL_FIELDS.items():
+        props = (schema if model == "PodSpec" else schema["$defs"][model])["properties"]
+        field = props[name]
+        target = next((alt for alt in field.get("anyOf", []) if alt.get("type") == "string"), field)
+        target["enum"] = sorted(getattr(cat, table))
+    return schema

@@ -63,6 +63,7 @@ def fabric_image(base: str) -> str:
 
 
 class FabricLab:
+    frr_timeout_s = 30  # how long one switch's FRR may take to load its frr.conf
     def __init__(self, layout: Layout, node_containers: dict[str, str], session: str,
                  roles: tuple[str, ...] = SWITCH_ROLES, tiers: tuple[str, ...] = TIERS):
         """`session`: the lab pod's (ends with the test process's pid: LabPod.remove_orphans keeps
@@ -95,13 +96,20 @@ class FabricLab:
 
     # ---- containers -------------------------------------------------------------------
     def start(self, image: str) -> None:
-        """Switch containers without systemd: FRR's own init script runs its daemons."""
-        for name, container in self.switches.items():
+        """Switch containers without systemd: FRR's own init script runs its daemons. Started a
+        few at a time (docker's own latency dominates: the whole-pod lab has some 40)."""
+        def run(item: tuple[str, str]) -> None:
+            name, container = item
             docker("rm", "-f", container, check=False)
             docker("run", "-d", "--name", container, "--hostname", name, "--label", f"superpod-e2e={self.session}",
                    "--network", "none", "--cap-add", "NET_ADMIN", "--cap-add", "SYS_ADMIN",
                    "--sysctl", "net.ipv4.ip_forward=1", "--sysctl", "net.ipv4.fib_multipath_hash_policy=1",
+                   # docker disables IPv6 in a container: BGP unnumbered runs over the ports' link-local
+                   "--sysctl", "net.ipv6.conf.all.disable_ipv6=0", "--sysctl", "net.ipv6.conf.default.disable_ipv6=0",
                    "--tmpfs", "/run", image, "sleep", "infinity")
+
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(run, self.switches.items()))
         self._refresh_pids()
 
     def _refresh_pids(self) -> None:
@@ -210,13 +218,15 @@ class FabricLab:
         self.ip(switch, "link", "set", "lo", "up")
         conf = render_frr(sw)
         script = (
-            "sed -i 's/^bgpd=no/bgpd=yes/; s/^bfdd=no/bfdd=yes/' /etc/frr/daemons && cat > /etc/frr/frr.conf && "
+            "sed -i -e 's/^bgpd=no/bgpd=yes/' -e 's/^bfdd=no/bfdd=yes/' /etc/frr/daemons && "
+            "cat > /etc/frr/frr.conf && "
             "chown frr:frr /etc/frr/frr.conf && /usr/lib/frr/frrinit.sh restart >/dev/null"
         )
         subprocess.run(["docker", "exec", "-i", container, "sh", "-c", script], input=conf, text=True, check=True,
                        capture_output=True)
         # on a loaded machine `vtysh -b` in frrinit can run before bgpd listens: load until it took
-        for _ in range(30):
+        deadline = time.monotonic() + self.frr_timeout_s
+        while time.monotonic() < deadline:
             running = docker("exec", container, "vtysh", "-c", "show running-config", check=False).stdout
             if f"router bgp {sw.bgp.asn}" in running:
                 return
@@ -239,6 +249,12 @@ class FabricLab:
         """Established sessions: peer address -> the peer's AS."""
         peers = self.vtysh(switch, "show bgp ipv4 unicast summary").get("peers", {})
         return {ip: p["remoteAs"] for ip, p in peers.items() if p.get("state") == "Established"}
+
+    def bfd_up(self, switch: str) -> set[str]:
+        """Peers whose BFD session is up (bfdd runs beside bgpd: the sessions' `bfd profile`)."""
+        peers = json.loads(docker("exec", self.switches[switch], "vtysh", "-c", "show bfd peers json",
+                                  check=False).stdout or "[]")
+        return {p["peer"] for p in peers if p.get("status") == "up"}
 
     def nexthops(self, switch: str, prefix: str) -> list[str]:
         """Next hops the kernel FIB uses for `prefix` on `switch` (installed ECMP members)."""

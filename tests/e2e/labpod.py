@@ -52,7 +52,10 @@ def ensure_image() -> str:
 
 
 def plan(stack: str) -> Path:
-    subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json"], cwd=ROOT, check=True, capture_output=True)
+    # --allow-moves: the lab's containers are made from each plan, so a build/<stack> left by older
+    # code that placed gear elsewhere is no installed pod to protect (topology/growth.py)
+    subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json", "--allow-moves"], cwd=ROOT, check=True,
+                   capture_output=True)
     return ROOT / "inventories" / stack
 
 

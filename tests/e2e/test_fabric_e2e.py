@@ -54,6 +54,15 @@ def test_every_planned_session_is_established_with_the_planned_asn(fabric):
         assert {fabric.asn[n.peer] for n in sw.bgp.neighbors} == {n.remote_as for n in sw.bgp.neighbors}
 
 
+@pytest.mark.timeout(300)
+def test_bfd_is_up_on_every_planned_session(fabric):
+    """The rendered `bfd profile FABRIC` on each session: bfdd brings every one up (300 ms x 3)."""
+    def up() -> bool:
+        return all(fabric.bfd_up(s) >= {n.address for n in fabric.intents[s].bgp.neighbors} for s in fabric.switches)
+
+    assert fabric.wait(up, timeout=60), {s: fabric.bfd_up(s) for s in fabric.switches}
+
+
 def test_each_leaf_learns_every_other_rails_aggregate_over_all_spines(fabric):
     spines = {s for s in fabric.switches if fabric.intents[s].role == "spine"}
     leaves = _leaves(fabric)

@@ -1,6 +1,7 @@
 """gpu_operator: Network Operator secondary networks so pods get rail addresses without
 hostNetwork. The NicClusterPolicy carries Multus, the CNI plugins and nv-ipam; per rail subnet of
-the plan an nv-ipam IPPool and a MacvlanNetwork on the rail NIC that names it. Structural checks
+the plan an nv-ipam IPPool and a network on the rail NIC that names it (MacvlanNetwork here: Ethernet
+rails; IPoIB and the CRD schemas in test_operator_crds.py). Structural checks
 against the CRD field names of NVIDIA's docs (NicClusterPolicy spec.secondaryNetwork.{multus,
 cniPlugins}, spec.nvIpam; IPPool spec.{subnet, gateway, perNodeBlockSize, exclusions, nodeSelector};
 MacvlanNetwork spec.{networkNamespace, master, mode, mtu, ipam}); no kubeconform here."""

@@ -40,17 +40,23 @@ def documented_keys(version: str) -> set[str]:
 FIXTURES = ROOT / "tests/roles/fixtures"
 
 
+def chart_values_file(version: str):
+    """The chart's own values.yaml of that version: testdata/gpu-operator/ (NVIDIA's, with its
+    LICENSE and README), or the older fixture (source in its header)."""
+    path = ROOT / f"testdata/gpu-operator/values-{version}.yaml"
+    return path if path.is_file() else FIXTURES / f"gpu-operator-values-{version}.yaml"
+
+
 def chart_values(version: str) -> dict:
-    """The chart's own values.yaml of that version, kept as a fixture (source in its header)."""
-    return load(FIXTURES / f"gpu-operator-values-{version}.yaml")
+    return load(chart_values_file(version))
 
 
 def test_pinned_chart_is_a_supported_release():
     """NVIDIA's life-cycle table (Nov 2026): 26.3.x supported, 25.10.x deprecated (critical fixes),
-    25.3.x and older out of support. The pin is the newest release whose values.yaml was read."""
+    25.3.x and older out of support. The pin is a supported release whose values.yaml was read."""
     version = defaults("gpu_operator")["gpu_operator_chart_version"]
     major, minor = (int(p) for p in version.lstrip("v").split(".")[:2])
-    assert (major, minor) >= (25, 10), version
+    assert (major, minor) >= (26, 3), version
 
 
 def test_keys_file_is_the_fixture_values_yaml_keys():
@@ -60,7 +66,7 @@ def test_keys_file_is_the_fixture_values_yaml_keys():
     data = load(GPU_OP / f"files/gpu-operator-values-keys-{version}.yml")
     commented = set(data["commented"])
     assert set(data["keys"]) - commented == set(filters.superpod_key_paths(chart_values(version)))
-    text = (FIXTURES / f"gpu-operator-values-{version}.yaml").read_text()
+    text = chart_values_file(version).read_text()
     assert all(k.endswith(".version") and k.rsplit(".", 1)[0] in data["keys"] for k in commented)
     assert text.count("  #version: \"\"") == len(commented)
 
@@ -128,7 +134,7 @@ def test_registry_override_reaches_every_repository():
     d = defaults("gpu_operator")
     values = yaml.safe_load(render("gpu-operator-values.yaml.j2", dict(d, gpu_operator_registry="mirror.local:5000")))
     repos = [v["repository"] for v in values.values() if isinstance(v, dict) and "repository" in v]
-    repos += [values["driver"]["manager"]["repository"], values["operator"]["initContainer"]["repository"]]
+    repos += [values["driver"]["manager"]["repository"]]
     assert len(repos) >= 10 and all(r.startswith("mirror.local:5000/nvidia") for r in repos)
 
 

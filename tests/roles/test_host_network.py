@@ -20,7 +20,7 @@ POD = {"superpod_storage_prefix": "10.24.0.0/14"}
 BACKEND = {"Debian": "systemd-networkd", "Ubuntu-22": "netplan", "Ubuntu-24": "netplan", "RedHat-9": "networkmanager"}
 
 
-def _render_tasks(extra: dict | None = None) -> list:
+def render_tasks(extra: dict | None = None) -> list:
     """Load the role's variables as the role does, compute its plan and render every file of the backend."""
     files = ["defaults/main.yml", "vars/main.yml"]
     tasks = [{"name": f"load {f}", "ansible.builtin.include_vars": str(ROLE / f)} for f in files]
@@ -46,7 +46,7 @@ def _render_tasks(extra: dict | None = None) -> list:
 @pytest.fixture(scope="module")
 def rendered(tmp_path_factory):
     hosts = {f: dict(NODE, **POD, family=f) for f in FAMILIES}
-    results = run_play(tmp_path_factory.mktemp("host_network"), _render_tasks(), hosts)
+    results = run_play(tmp_path_factory.mktemp("host_network"), render_tasks(), hosts)
     return {f: debug_values(results[f])[-1] for f in FAMILIES}
 
 
@@ -225,7 +225,7 @@ def rendered_ipoib(tmp_path_factory):
     on one on-link subnet with no gateway, as the plan's inventory gives them."""
     validate = [dict(t, vars={"family": "{{ family }}"}) for t in load(ROLE / "tasks/validate.yml")]
     hosts = {f: dict(NODE, **POD, **IB_NICS, family=f) for f in FAMILIES}
-    tasks = _render_tasks()
+    tasks = render_tasks()
     results = run_play(tmp_path_factory.mktemp("host_network_ib"), tasks[:3] + validate + tasks[3:], hosts)
     return {f: debug_values(results[f])[-1] for f in FAMILIES}
 

@@ -6,7 +6,9 @@ role run alone, molecule, or only an hour-old list from the fact cache) the task
 
 Run by ansible-playbook: the roles' own install tasks, conditions and variables, with site.yml's
 pre_task and the package modules swapped for stand-ins (one local host per case), plain and
-under --check (a missing package must still be reported as a change in a drift run)."""
+under --check (a missing package must still be reported as a change in a drift run: with the
+fresh read, by the role's report task ("would install: ..."), never through the package module,
+which in check mode needs python3-apt that a fresh Ubuntu node lacks)."""
 
 from __future__ import annotations
 
@@ -17,22 +19,27 @@ import pytest
 from tests.role_files import ROOT, load
 from tests.roles.playbook import run_play
 
+# the task that reports, under --check with this run's package read, what a run would install
+REPORT = "Report the packages a run would install (check mode, from the package read)"
 # key -> (role, tasks file, the variable (in vars/Debian.yml or vars/main.yml) naming its packages,
-#         the tasks that call the package manager, in order; the last one installs)
+#         the tasks that call the package manager, in order (the last one installs), its report task)
 INSTALLS = {
     "roce_qos": ("roce_qos", "install.yml", "roce_qos_family_packages",
-                 ["Install the tools the apply script uses (dcb, modprobe, python3)"]),
-    "rail_network": ("rail_network", "main.yml", "rail_network_family_packages", ["Install the network tools"]),
-    "host_network": ("host_network", "main.yml", "host_network_family_packages", ["Install the network tools"]),
-    "hugepages": ("hugepages", "mounts.yml", "hugepages_family_packages", ["Install the HugePages tools (hugeadm)"]),
-    "host_tuning-pciutils": ("host_tuning", "acs.yml", "host_tuning_pciutils_package", ["Install pciutils (setpci)"]),
-    "host_tuning-cpupower": ("host_tuning", "governor.yml", "host_tuning_family_packages", ["Install cpupower"]),
+                 ["Install the tools the apply script uses (dcb, modprobe, python3)"], REPORT),
+    "rail_network": ("rail_network", "main.yml", "rail_network_family_packages", ["Install the network tools"], REPORT),
+    "host_network": ("host_network", "main.yml", "host_network_family_packages", ["Install the network tools"], REPORT),
+    "hugepages": ("hugepages", "mounts.yml", "hugepages_family_packages",
+                  ["Install the HugePages tools (hugeadm)"], REPORT),
+    "host_tuning-pciutils": ("host_tuning", "acs.yml", "host_tuning_pciutils_package",
+                             ["Install pciutils (setpci)"], REPORT),
+    "host_tuning-cpupower": ("host_tuning", "governor.yml", "host_tuning_family_packages",
+                             ["Install cpupower"], REPORT),
     "fabric_telemetry": ("fabric_telemetry", "install.yml", "fabric_telemetry_family_packages",
                          ["Find missing packages (apt, dry run)", "Refresh the package index (apt)",
-                          "Install Python and virtualenv support"]),
-    "rdma": ("rdma", "packages-inbox.yml", "rdma_family_inbox_packages", ["Install the inbox RDMA stack"]),
+                          "Install Python and virtualenv support"], None),
+    "rdma": ("rdma", "packages-inbox.yml", "rdma_family_inbox_packages", ["Install the inbox RDMA stack"], REPORT),
     # its packages come from the versions list (templates/installs.json.j2), pinned when asked
-    "cuda_toolkit": ("cuda_toolkit", "packages.yml", None, ["Install the toolkit packages"]),
+    "cuda_toolkit": ("cuda_toolkit", "packages.yml", None, ["Install the toolkit packages"], REPORT),
 }
 PACKAGE_MODULES = ("ansible.builtin.package", "ansible.builtin.apt", "ansible.builtin.dnf")
 DEBIAN = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12",
@@ -48,7 +55,7 @@ module.exit_json(changed=True, called_with=module.params)
 
 def _packages(key: str) -> list[str]:
     """The Debian package names the key's install task installs, as the role's vars files say."""
-    role, _, var, _ = INSTALLS[key]
+    role, _, var, _, _ = INSTALLS[key]
     if var is None:  # cuda_toolkit: NVIDIA's cuda-toolkit-X-Y for each default version
         versions = load(ROOT / "roles" / role / "defaults/main.yml")["cuda_toolkit_versions"]
         return ["cuda-toolkit-" + v["version"].replace(".", "-") for v in versions]
@@ -63,13 +70,14 @@ GONE = {key: _packages(key)[-1] for key in INSTALLS}
 
 def _install_tasks(key: str) -> list[dict]:
     """The role's own tasks, each package module call replaced by the recorder (same args, when, register)."""
-    role, file, _, names = INSTALLS[key]
+    role, file, _, names, report = INSTALLS[key]
     by_name = {t.get("name"): t for t in load(ROOT / "roles" / role / "tasks" / file)}
     out = []
-    for name in names:
+    for name in [*names, *([report] if report else [])]:
         task = copy.deepcopy(by_name[name])
-        module = next(m for m in PACKAGE_MODULES if m in task)
-        task["recorded_package"] = task.pop(module)
+        module = next((m for m in PACKAGE_MODULES if m in task), None)
+        if module:
+            task["recorded_package"] = task.pop(module)
         task["name"] = f"{key}: {name}"
         out.append(task)
     return out
@@ -156,16 +164,23 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
     assert set(results) == {"all-present", "cached-only", "no-facts", *(f"missing-{k}" for k in INSTALLS), *PINNED}
     for host, res in results.items():
         assert not [r for r in res if r.get("failed")], (host, [r for r in res if r.get("failed")])
-    for key, (_, _, _, names) in INSTALLS.items():
+    for key, (_, _, _, names, report) in INSTALLS.items():
         install = names[-1]
         # every package in this run's fresh list: no package-manager call at all
         assert _ran(results["all-present"], key) == [], key
         # no fresh read (role alone; or only the fact cache's list, which can be an hour old): as before
         for host in ("no-facts", "cached-only"):
             assert install in _ran(results[host], key), (host, key)
-        # one of its packages missing: it runs and reports the change (under --check too)...
+        # one of its packages missing: it runs and reports the change; under --check the report
+        # task names it from the read, and the package module is not called
         ran = [r for r in results[f"missing-{key}"] if r["task"] == f"{key}: {install}"]
-        assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, (key, ran)
+        if check and report:
+            said = [r for r in results[f"missing-{key}"] if r["task"] == f"{key}: {report}"]
+            assert ran and ran[0].get("skipped"), (key, ran)
+            assert said and said[0].get("changed") is True and GONE[key] in said[0]["msg"], (key, said)
+            assert said[0]["msg"].startswith("would install: "), said
+        else:
+            assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, (key, ran)
         # ...and only the installs that list that package run
         for other in INSTALLS:
             if GONE[key] not in _packages(other):
@@ -174,9 +189,13 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
     # runs (the package manager changes the version), under --check too
     install = f"cuda_toolkit: {INSTALLS['cuda_toolkit'][3][-1]}"
     assert _ran(results["cuda-pinned-same"], "cuda_toolkit") == []
-    ran = [r for r in results["cuda-pinned-other"] if r["task"] == install]
+    ran = [r for r in results["cuda-pinned-other"] if r["task"] == (
+        f"cuda_toolkit: {REPORT}" if check else install)]
     assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, ran
-    assert ran[0]["called_with"]["name"] == [f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit")]
+    if check:
+        assert ran[0]["msg"] == "would install: " + ", ".join(f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit"))
+    else:
+        assert ran[0]["called_with"]["name"] == [f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit")]
     for host in PINNED:
         assert all(_ran(results[host], key) == [] for key in INSTALLS if key != "cuda_toolkit"), host
     # fabric_telemetry: the apt dry run still decides the install and the index refresh (never

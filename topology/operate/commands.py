@@ -4,8 +4,10 @@ The typer layer in topology/cli.py only parses options and calls these."""
 from __future__ import annotations
 
 import json
+import tempfile
 from dataclasses import dataclass, replace
 from datetime import timedelta
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -13,9 +15,12 @@ from rich.markup import escape
 from topology.operate import converged, inputs, manifest, rollout
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies
+from topology.operate.private_files import private_dir
 from topology.operate.progress import LiveProgress
+from topology.operate.record_key import UntrustedRecord, load_key
 from topology.operate.report import print_drift, print_problems, summary_table, totals_line, write_retry
 from topology.operate.runs import OperateError, RunOutcome, RunRequest, run_playbook
+from topology.operate.trusted_record import write_vetted
 
 EXIT_OK, EXIT_FAILED = 0, 1
 
@@ -34,18 +39,48 @@ class Skip:
     rest: RunRequest | None  # the run for every other host, or None when none is left
 
 
+def _check_record_key() -> None:
+    """The key that signs the records must be usable before anything runs (a run that cannot
+    sign what it records would leave hosts unrecorded): made on first use, refused when others
+    can read it."""
+    try:
+        load_key()
+    except UntrustedRecord as e:
+        raise OperateError(str(e)) from None
+
+
+def _print_refused(console: Console, refused: dict[str, str]) -> None:
+    for host, why in sorted(refused.items()):
+        console.print(f"[yellow]not checked by its record[/] [bold]{host}[/] (runs in full): {escape(why)}",
+                      highlight=False)
+
+
+def _record_check(req: RunRequest, hosts: list[str], kind: str, console: Console, progress: bool | None,
+                  title: str, env: tuple[tuple[str, str], ...] = ()) -> tuple[RunOutcome, dict[str, str]]:
+    """Runs the record check (quick_drift.yml) on `hosts` with their records vetted against
+    today's tree (topology/operate/trusted_record.py); returns the run and the refused hosts."""
+    with tempfile.TemporaryDirectory(dir=private_dir(req.runs_root), prefix=".record-check-") as vetted_dir:
+        refused = write_vetted(req.runs_root / "manifest", hosts, req.project_dir, Path(vetted_dir),
+                               req.playbook_path.parent)
+        check_req = replace(req, kind=kind, playbook=manifest.QUICK_PLAYBOOK, tags=None, check=False,
+                            env=(*req.env, ("SUPERPOD_MANIFEST_DIR", vetted_dir), *env))
+        return _run(check_req, console, progress, title), refused
+
+
 def _skip_converged(req: RunRequest, digest: str, console: Console, progress: bool | None,
                     full_after: timedelta, fresh_facts: bool) -> Skip | None:
     """Checks the hosts a full apply converged with these inputs against their record (one task
-    per host); the clean ones are skipped. None when nothing can be skipped."""
+    per host, and node_check where the record holds it); the clean ones are skipped. A host whose
+    record does not verify or holds a read today's tree does not declare runs in full, and the
+    reason is printed. None when nothing can be skipped."""
     entries = converged.candidates(req.runs_root / "converged.json", digest, full_after)
     if not entries:
         return None
-    check_req = replace(req, kind="converged-check", playbook=manifest.QUICK_PLAYBOOK, tags=None, check=False,
-                        env=(*req.env, ("SUPERPOD_MANIFEST_DIR", str(req.runs_root / "manifest")),
-                             ("SUPERPOD_ONLY_HOSTS", ",".join(sorted(entries))),
-                             ("SUPERPOD_FRESH_FACTS", "1" if fresh_facts else "0")))
-    outcome = _run(check_req, console, progress, f"converged hosts of {req.stack}: record check")
+    outcome, refused = _record_check(
+        req, sorted(entries), "converged-check", console, progress, f"converged hosts of {req.stack}: record check",
+        env=(("SUPERPOD_ONLY_HOSTS", ",".join(sorted(entries))),
+             ("SUPERPOD_FRESH_FACTS", "1" if fresh_facts else "0")))
+    _print_refused(console, refused)
     found = manifest.quick_results(outcome.events)
     in_scope = {(e.get("event_data") or {}).get("host") for e in outcome.events
                 if str(e.get("event", "")).startswith("runner_on_")} - {None}
@@ -71,14 +106,51 @@ def _print_skip(console: Console, skip: Skip, what: str) -> None:
 
 
 def apply(req: RunRequest, console: Console, progress: bool | None = None, full: bool = False,
-          full_after: timedelta = converged.FULL_AFTER, canary: str | None = None) -> int:
+          full_after: timedelta = converged.FULL_AFTER, canary: str | None = None, as_json: bool = False) -> int:
     """Runs site.yml; prints the per-host summary; 0 when every host is ok, 1 when a host
     failed or was unreachable (the others still ran), 2 when ansible itself failed.
     Hosts a full apply converged with the same inputs, checked unchanged now, are skipped
     (topology/operate/converged.py) unless `full`; a run with --tags is never full.
-    `canary`: that switch is pushed (and gated) alone before any other (topology/operate/rollout.py)."""
+    `canary`: that switch is pushed (and gated) alone before any other (topology/operate/rollout.py).
+    With `as_json` the human lines go to stderr and stdout holds one JSON object (apply_json)."""
     if canary:
         req = rollout.with_canary(req, canary)
+    if as_json:
+        code, result = _apply(req, Console(stderr=True), progress, full, full_after)
+        print(json.dumps(apply_json(code, result), indent=1))
+        return code
+    return _apply(req, console, progress, full, full_after)[0]
+
+
+@dataclass
+class ApplyResult:
+    """What an apply found, for its JSON form."""
+
+    skipped: list[str]
+    tallies: dict | None = None
+    problems: list | None = None
+    run_dir: str | None = None
+    retry: str | None = None
+
+
+def apply_json(code: int, r: ApplyResult) -> dict:
+    return {
+        "ok": code == EXIT_OK,
+        "exit_code": code,
+        "skipped_converged": r.skipped,
+        "hosts": {h: {"status": t.status, "ok": t.ok, "changed": t.changed, "failed": t.failed,
+                      "unreachable": t.unreachable, "skipped": t.skipped}
+                  for h, t in sorted((r.tallies or {}).items())},
+        "problems": [{"host": p.host, "kind": p.kind, "task": p.task, "role": p.role, "message": p.message}
+                     for p in r.problems or []],
+        "run_dir": r.run_dir,
+        "retry_file": r.retry,
+    }
+
+
+def _apply(req: RunRequest, console: Console, progress: bool | None, full: bool,
+           full_after: timedelta) -> tuple[int, ApplyResult]:
+    _check_record_key()
     whole = req.tags is None and not req.check
     digest = inputs.digest(req) if whole else ""
     skip = _skip_converged(req, digest, console, progress, full_after, req.fresh_facts) if whole and not full else None
@@ -87,14 +159,14 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
         if skip.rest is None:
             console.print(f"{len(skip.hosts)} hosts: {len(skip.hosts)} skipped, changed=0 failed=0 unreachable=0",
                           highlight=False)
-            return EXIT_OK
+            return EXIT_OK, ApplyResult(skip.hosts)
         req = skip.rest
     outcome = _run(req, console, progress, f"apply {req.stack}")
     tallies, problems = host_tallies(outcome.events), host_problems(outcome.events)
     ok_hosts = converged.converged_hosts(tallies, problems) if whole else []
     # what `drift --quick` compares with: a whole run saw every entry, so it replaces the host's record
     manifest.record(req.runs_root / "manifest", outcome.events, replace_hosts=ok_hosts,
-                    facts_dir=req.runs_root / "facts")
+                    facts_dir=req.runs_root / "facts", project_dir=req.project_dir)
     if whole:
         converged.record(req.runs_root / "converged.json", digest, outcome.run_dir.name, tallies, problems)
     if tallies:
@@ -102,6 +174,8 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
     print_problems(console, problems)
     bad = sorted({p.host for p in problems} | {t.host for t in tallies.values() if t.failed or t.unreachable})
     retry = write_retry(outcome.run_dir, bad)
+    result = ApplyResult(skip.hosts if skip else [], tallies, problems, str(outcome.run_dir),
+                         str(retry) if retry else None)
     stop = rollout.stopped(req, set(tallies), {h for h, t in tallies.items() if t.changed}, set(bad))
     if stop:
         rollout.print_stop(console, stop)
@@ -111,12 +185,12 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
     if retry:
         console.print(f"re-run only these hosts: superpod apply --stack {req.stack} --limit @{retry}",
                       highlight=False)
-        return EXIT_FAILED
+        return EXIT_FAILED, result
     if not tallies or outcome.rc != 0:
         console.print(f"[bold red]error:[/] ansible-playbook exited rc={outcome.rc} ({outcome.status}); "
                       f"see {outcome.stdout_path}", highlight=False)
-        return EXIT_ERROR
-    return EXIT_OK
+        return EXIT_ERROR, result
+    return EXIT_OK, result
 
 
 def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = False,
@@ -126,6 +200,7 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
     every drifted task belongs to a role); the exit code is then the fix run's. Hosts a full
     apply converged with the same inputs are checked against their record first; only the
     others (and any whose record shows a change) get the check run, unless `full`."""
+    _check_record_key()
     out = Console(stderr=True) if as_json else console
     skip = None
     if req.tags is None and not full:
@@ -166,14 +241,14 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
 def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progress: bool | None = None) -> int:
     """Each host against the record of its last apply (topology/operate/manifest.py): one module
     call per host. Exit 0 clean, 1 drift, 2 a host failed, was unreachable or has no record."""
+    _check_record_key()
     manifest_dir = req.runs_root / "manifest"
     if not any(manifest_dir.glob("*.json")):
         raise OperateError(f"--quick: no record of an apply in {manifest_dir}; run `superpod apply --stack "
                            f"{req.stack}` first (or `superpod drift` without --quick: the full check)")
-    quick_req = replace(req, kind="quick-drift", playbook=manifest.QUICK_PLAYBOOK, tags=None,
-                        env=(*req.env, ("SUPERPOD_MANIFEST_DIR", str(manifest_dir))))
     out = Console(stderr=True) if as_json else console
-    outcome = _run(quick_req, out, progress, f"drift --quick {req.stack}")
+    hosts = sorted(p.name.removesuffix(".json") for p in manifest_dir.glob("*.json"))
+    outcome, _ = _record_check(req, hosts, "quick-drift", out, progress, f"drift --quick {req.stack}")
     found = manifest.quick_results(outcome.events)
     drift, problems = found.drift, found.problems
     hosts = sorted(set(drift) | set(problems))

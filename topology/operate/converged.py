@@ -8,7 +8,8 @@ when all of these hold:
   catches what no record sees (state only a command task reads, like firmware settings);
 - and, checked on the host now, everything that apply recorded (topology/operate/manifest.py:
   files, units, live sysctls, loaded modules, packages) is still as it left it.
-The record is `.runs/<stack>/converged.json`: {host: {inputs, at, run}}.
+The record is `.runs/<stack>/converged.json`: {host: {inputs, at, run}}, 0600 and signed
+(topology/operate/record_key.py): one that does not verify converges no host.
 """
 
 from __future__ import annotations
@@ -19,18 +20,21 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from topology.operate.events import HostProblem, HostTally
-from topology.render.files import write_atomic
+from topology.operate.private_files import write_private
+from topology.operate.record_key import UntrustedRecord, label, sign, verified
 
 FULL_AFTER = timedelta(hours=24)
 
 
 def load(path: Path) -> dict[str, dict]:
+    """The record if its signature holds; {} when it is missing, unreadable or does not verify
+    (that only costs a full run)."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        data = json.loads(verified(path, label(path, 2)))
     except FileNotFoundError:
         return {}
-    except (ValueError, OSError):
-        return {}  # an unreadable record only costs a full run
+    except (ValueError, OSError, UntrustedRecord):
+        return {}
     return data if isinstance(data, dict) else {}
 
 
@@ -71,5 +75,6 @@ def record(path: Path, inputs: str, run: str, tallies: dict[str, HostTally], pro
     for host in set(tallies) | {p.host for p in problems}:
         data.pop(host, None)
     data |= {h: {"inputs": inputs, "at": at, "run": run} for h in ok}
-    write_atomic(path, json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+    write_private(path, json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+    sign(path, label(path, 2))
     return ok

@@ -22,6 +22,8 @@ _PROJECT_FILES = ("ansible.cfg", "topology/operate/strategy_plugins", "agents") 
 # which a run writes into agents/ itself: a digest that counted them would change under every run)
 _NOT_INPUTS = {"__pycache__", "molecule", "tests", ".git", "build", "dist", ".pytest_cache", ".hypothesis",
                ".ruff_cache", ".cache", ".venv"}
+# Files of the plan (build/<stack>/) that roles read on the controller (lookups, copy src)
+PLAN_READS = ("switches",)
 _VERSIONED = ("ansible-core", "ansible", "ansible-runner", "mitogen", "superpod")
 
 
@@ -54,6 +56,11 @@ def _version(dist: str) -> str:
         return "-"
 
 
+def plan_reads(stack: str) -> list[str]:
+    """The plan's folders roles read on the controller, relative to the project."""
+    return [f"build/{stack}/{p}" for p in PLAN_READS]
+
+
 def sources(req: RunRequest) -> list[Path]:
     """The files and folders the digest covers, in order."""
     project = req.project_dir.resolve()
@@ -61,7 +68,9 @@ def sources(req: RunRequest) -> list[Path]:
     roots = [req.playbook_path, *(project / p for p in _PROJECT_FILES), *(project / p for p in _PLAYBOOK_SIBLINGS)]
     if playbook_dir != project:
         roots += [playbook_dir / p for p in _PLAYBOOK_SIBLINGS]
-    roots += [req.inventory_dir, *(p.resolve() for p in req.overlays)]
+    # the plan's files a role reads on the controller: switch_fabric pushes build/<stack>/switches/
+    # (a re-plan that changes only a switch's configuration is a new run for that switch)
+    roots += [req.inventory_dir, *(p.resolve() for p in req.overlays), *(project / p for p in plan_reads(req.stack))]
     return list(dict.fromkeys(roots))
 
 

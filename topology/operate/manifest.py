@@ -37,7 +37,8 @@ from pathlib import Path
 from topology.operate.declared import is_declared_read
 from topology.operate.events import host_problems
 from topology.operate.observed_facts import observed_facts
-from topology.render.files import write_atomic
+from topology.operate.private_files import write_private
+from topology.operate.record_key import UntrustedRecord, label, sign, verified
 
 PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
                 "template", "copy", "file"}
@@ -59,7 +60,9 @@ FIND_DEFAULTS = {"use_regex": (False, None), "age_stamp": ("mtime", None), "get_
 PACKAGE_MODULES = {"package", "apt", "dnf", "yum", "dpkg_selections"}
 PACKAGE_QUERIES = {"dpkg-query", "rpm"}  # site.yml's installed-packages query (filter superpod_package_query)
 MODPROBE_MODULES = {"community.general.modprobe", "modprobe"}
-CHECKS = {"superpod_node_check"}  # node_check's verdict: a check of the node, not state a role keeps
+# node_check's module: a check of the node, not state a role keeps. Its verdict is taken anew by
+# the record check (quick_drift.yml runs the role from today's tree where the record holds this)
+CHECKS = {"superpod_node_check"}
 PIP_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # a distribution name, nothing else (no version, path, URL)
 REMOTE_READS = {"uri", "community.general.redfish_info", "community.general.redfish_config"}
 UNIT_ACTIVE = {"started": True, "restarted": True, "reloaded": True, "stopped": False}
@@ -85,13 +88,27 @@ def _module_args(res: dict) -> dict:
     return (res.get("invocation") or {}).get("module_args") or {}
 
 
-def _probe(res: dict, task: str) -> dict | None:
-    """A declared read's command, as the check replays it, with what it answered."""
+def _task_path(task_path: str, project_dir: Path | None) -> str:
+    """Where the task is, relative to the project when it lies there (the check finds it again in
+    the tree of its day: topology/operate/trusted_record.py)."""
+    path, _, line = task_path.rpartition(":")
+    if project_dir and path:
+        try:
+            return f"{Path(path).resolve().relative_to(Path(project_dir).resolve())}:{line}"
+        except ValueError:
+            pass
+    return task_path
+
+
+def _probe(res: dict, task: str, task_path: str) -> dict | None:
+    """A declared read's command, as the check replays it, with what it answered and the task it
+    came from (the check runs it only while that task still reads exactly this)."""
     args = _module_args(res)
     kept = {k: args[k] for k in PROBE_ARGS if args.get(k) not in (None, "", [])}
     if not (kept.get("argv") or kept.get("_raw_params")) or not isinstance(res.get("rc"), int):
         return None
-    return {"probe": task, "args": kept, "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or ""))}
+    return {"probe": task, "args": kept, "rc": res["rc"], "stdout_sha1": _sha1(str(res.get("stdout") or "")),
+            "task_path": task_path}
 
 
 def _account(short: str, res: dict) -> dict | None:
@@ -168,7 +185,7 @@ def _short(action: str) -> str:
     return action.removeprefix("ansible.builtin.").removeprefix("ansible.legacy.")
 
 
-def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]:
+def _entries(action: str, res: dict, data: dict | None = None, project_dir: Path | None = None) -> Iterator[dict]:
     """A result's entries: one for a file or unit task; a module of ours that writes several
     files reports each as `managed` (roles/rail_network/library/rail_network_files.py); the
     observations (module docstring); an `unverifiable` entry for what cannot be checked."""
@@ -187,10 +204,11 @@ def _entries(action: str, res: dict, data: dict | None = None) -> Iterator[dict]
         yield {"unverifiable": "no_log", "task": task}
         return
     if short in CHECKS:
+        yield {"node_check": short}
         return
     if short in COMMAND_MODULES:
         if is_declared_read(data.get("task_path")):
-            probe = _probe(res, task)
+            probe = _probe(res, task, _task_path(str(data.get("task_path")), project_dir))
             yield probe if probe else {"unverifiable": short, "task": task}
         return  # an action that ran: what it acts on is read by the role's probes
     if short in PACKAGE_MODULES:
@@ -246,7 +264,7 @@ def _key(entry: dict) -> str:
         return f"pip:{entry['virtualenv']}:{','.join(entry['pip'])}"
     if "alternative" in entry:
         return f"alternative:{entry['alternative']}:{entry['path']}"
-    for kind in ("unit", "unit_active", "kmod", "packages", "user_account", "group_account", "mount"):
+    for kind in ("unit", "unit_active", "kmod", "packages", "user_account", "group_account", "mount", "node_check"):
         if kind in entry:
             return f"{kind}:{entry[kind]}"
     if "unverifiable" in entry:
@@ -275,8 +293,9 @@ def _with_package_coverage(entries: dict[str, dict]) -> dict[str, dict]:
     return out
 
 
-def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
-    """host -> {key: entry} from a run's events, later results over earlier ones."""
+def entries_from_events(events: Iterable[dict], project_dir: Path | None = None) -> dict[str, dict[str, dict]]:
+    """host -> {key: entry} from a run's events, later results over earlier ones; task paths
+    relative to project_dir when given."""
     out: dict[str, dict[str, dict]] = {}
     for event in events:
         if event.get("event") != "runner_on_ok":
@@ -290,18 +309,23 @@ def entries_from_events(events: Iterable[dict]) -> dict[str, dict[str, dict]]:
         for item in _results(res):
             if delegated and isinstance(item, dict):
                 item = {**item, "_ansible_delegated_vars": delegated}
-            for entry in _entries(action, item, data):
+            for entry in _entries(action, item, data, project_dir):
                 out.setdefault(data.get("host", "?"), {})[_key(entry)] = entry
     return {host: _with_package_coverage(entries) for host, entries in out.items()}
 
 
+UNTRUSTED_OLD = {"unverifiable": "record", "task": "the record this run merged into did not verify"}
+
+
 def record(manifest_dir: Path, events: Iterable[dict], replace_hosts: Iterable[str] = (),
-           facts_dir: Path | None = None) -> list[str]:
+           facts_dir: Path | None = None, project_dir: Path | None = None) -> list[str]:
     """Merges a run's entries into each host's record; returns the hosts recorded. A host in
     replace_hosts (a whole site.yml ran on it without a failure, so every entry was seen) gets
     this run's entries only: what a role no longer manages leaves its record; and the facts the
-    run used (from facts_dir, the stack's fact cache)."""
-    hosts = entries_from_events(events)
+    run used (from facts_dir, the stack's fact cache). Each record is written 0600 and signed
+    (topology/operate/record_key.py); an old record that does not verify is not merged, and the
+    new one says so (that host is not skipped until a full run replaces its record)."""
+    hosts = entries_from_events(events, project_dir)
     replace = set(replace_hosts)
     for host in sorted(replace) if facts_dir else ():
         entry = facts_entry(facts_dir, host)
@@ -309,17 +333,33 @@ def record(manifest_dir: Path, events: Iterable[dict], replace_hosts: Iterable[s
             hosts.setdefault(host, {})["facts"] = entry
     for host, entries in sorted(hosts.items()):
         path = Path(manifest_dir) / f"{host}.json"
-        old = {} if host in replace else {_key(e): e for e in load(path)}
+        try:
+            old = {} if host in replace else {_key(e): e for e in load_verified(path)}
+        except (UntrustedRecord, ValueError):
+            old = {_key(UNTRUSTED_OLD): UNTRUSTED_OLD}
         merged = old | entries
-        write_atomic(path, json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n")
+        write_private(path, json.dumps([merged[k] for k in sorted(merged)], indent=1) + "\n")
+        sign(path, label(path, 3))
     return sorted(hosts)
 
 
 def load(path: Path) -> list[dict]:
+    """A record as it is on disk, unverified (for reading it; never for deciding on it)."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         return []
+
+
+def load_verified(path: Path) -> list[dict]:
+    """A record whose signature holds ([] when there is none); UntrustedRecord otherwise."""
+    try:
+        data = json.loads(verified(path, label(path, 3)))
+    except FileNotFoundError:
+        return []
+    if not isinstance(data, list) or not all(isinstance(e, dict) for e in data):
+        raise UntrustedRecord(f"{path}: not a list of entries")
+    return data
 
 
 @dataclass

@@ -22,7 +22,10 @@ from topology.render.rollout import BATCHES, CANARY_GROUP
 
 
 def _children(req: RunRequest) -> dict:
-    doc = yaml.safe_load((req.inventory_dir / "hosts.yml").read_text(encoding="utf-8")) or {}
+    hosts = req.inventory_dir / "hosts.yml"
+    if not hosts.is_file():  # a run replayed from its recorded events: no inventory, so no switch is known
+        return {}
+    doc = yaml.safe_load(hosts.read_text(encoding="utf-8")) or {}
     return (doc.get("all") or {}).get("children") or {}
 
 

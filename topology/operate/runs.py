@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from topology.operate.private_files import private_dir
+
 # Environment names kept with their values in the recorded command; every other value
 # (tokens, passphrases, cloud keys the operator's shell may hold) is replaced.
 _ENV_KEEP_PREFIXES = ("ANSIBLE_", "LC_", "PYTHON", "VIRTUAL_ENV")
@@ -53,6 +55,8 @@ class RunRequest:
     runs_dir: Path | None = None  # default <project_dir>/.runs
     playbook: Path | None = None  # default <project_dir>/site.yml
     env: tuple[tuple[str, str], ...] = ()  # more settings for ansible-playbook's environment (no secrets)
+    extra_vars_file: Path | None = None  # -e @FILE: what superpod computed for the playbook (accept), no secrets
+    inventory: Path | None = None  # default <project_dir>/inventories/<stack>; `plan --out DIR` writes DIR/inventory
 
     @property
     def runs_root(self) -> Path:
@@ -60,7 +64,7 @@ class RunRequest:
 
     @property
     def inventory_dir(self) -> Path:
-        return (self.project_dir / "inventories" / self.stack).resolve()
+        return (self.inventory or self.project_dir / "inventories" / self.stack).resolve()
 
     @property
     def playbook_path(self) -> Path:
@@ -90,6 +94,9 @@ def check_request(req: RunRequest) -> None:
     if not (req.inventory_dir / "hosts.yml").is_file():
         raise OperateError(
             f"--stack: no inventory {req.inventory_dir}/hosts.yml; run `superpod plan --stack {req.stack}` first"
+            if req.inventory is None else
+            f"--out: no inventory {req.inventory_dir}/hosts.yml; run `superpod plan --spec ... --out "
+            f"{req.inventory_dir.parent}` first"
         )
     if not req.playbook_path.is_file():
         raise OperateError(f"--playbook: no playbook {req.playbook_path}")
@@ -133,8 +140,10 @@ def check_inventory_source(source: Path, field: str) -> None:
 def new_run_dir(runs_root: Path, kind: str) -> Path:
     """A fresh directory per run, sortable by time; never reused."""
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S.%fZ")
+    private_dir(runs_root.parent)  # .runs/ and .runs/<stack>/: the pod's state and the records, owner only
+    private_dir(runs_root)
     path = runs_root / f"{stamp}-{kind}"
-    path.mkdir(parents=True, exist_ok=False)
+    path.mkdir(mode=0o700, exist_ok=False)
     return path
 
 
@@ -146,6 +155,8 @@ def runner_kwargs(req: RunRequest, run_dir: Path) -> dict:
         cmdline += ["--check", "--diff"]
     if req.vault_password_file:
         cmdline += ["--vault-password-file", str(req.vault_password_file.resolve())]
+    if req.extra_vars_file:
+        cmdline += ["-e", f"@{req.extra_vars_file.resolve()}"]
     facts_dir = req.runs_root / "facts"  # one fact cache per stack, next to its runs
     envvars = {
         "ANSIBLE_CONFIG": str(project_dir / "ansible.cfg"),
@@ -233,12 +244,14 @@ def run_playbook(req: RunRequest, on_event: Callable[[dict], None] | None = None
         return True  # keep ansible-runner writing job_events/ too
 
     kwargs = runner_kwargs(req, run_dir)
+    umask = os.umask(0o077)  # the run's events, artifacts and fact cache: 0600, as the records
     try:
         runner = ansible_runner.interface.init_runner(**kwargs, event_handler=handle)
         # reduced before Runner.run() writes artifacts/run/command, not after the run
         runner.config.env = reduced_env(runner.config.env, kwargs["envvars"])
         runner.run()
     finally:
+        os.umask(umask)
         scrub_recorded_env(run_dir / "artifacts" / "run")
     return RunOutcome(run_dir=run_dir, rc=int(runner.rc if runner.rc is not None else 1),
                       status=str(runner.status), events=events)

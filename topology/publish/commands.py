@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +39,16 @@ def print_changes(report: Report, console: Console, limit: int) -> None:
             console.print(f"  … {len(changes) - len(shown)} more {kind}", highlight=False)
 
 
+def report_json(report: Report, site: str, url: str, **extra) -> dict:
+    """The sync's findings as one JSON object (`--json`): counts and every change, none cut."""
+    return {
+        "site": site, "url": url, "total": report.total, "requests": report.requests, **extra,
+        "counts": report.counts(),
+        "changes": [{"kind": kind, "action": ch.action, "key": str(ch.key), "detail": ch.detail or None}
+                    for kind, changes in report.changes.items() for ch in changes],
+    }
+
+
 @contextmanager
 def answers_checked() -> Iterator[None]:
     """An object the server returned without a field its API documents (the sync reads them by key)
@@ -50,8 +61,10 @@ def answers_checked() -> Iterator[None]:
 
 
 def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, dry_run: bool, prune: bool,
-                 limit: int = 0, workers: int = 4, timeout: float = 60.0) -> int:
+                 limit: int = 0, workers: int = 4, timeout: float = 60.0, as_json: bool = False) -> int:
     desired = desired_objects(layout)
+    if as_json:  # progress lines to stderr, stdout holds only the JSON
+        console = Console(stderr=True)
     started = time.monotonic()
     with Nautobot(url, read_token(token_file), workers=workers, timeout=timeout) as client, answers_checked():
         report = sync(client, desired, apply=not dry_run, prune=prune,
@@ -64,13 +77,22 @@ def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, d
     console.print(f"{report.total} changes ({'dry run' if dry_run else 'applied'}), {report.requests} requests, "
                   f"{time.monotonic() - started:.1f} s", highlight=False)
     conflicts = sum(c["conflict"] for c in report.counts().values())
-    return 1 if conflicts and not dry_run else 0
+    code = 1 if conflicts and not dry_run else 0
+    if as_json:
+        print(json.dumps({"ok": code == 0, "exit_code": code, "dry_run": dry_run}
+                         | report_json(report, desired.site, url, seconds=round(time.monotonic() - started, 1)),
+                         indent=1))
+    return code
 
 
-def nautobot_diff(layout: Layout, url: str, token_file: Path, console: Console, limit: int = 20) -> int:
+def nautobot_diff(layout: Layout, url: str, token_file: Path, console: Console, limit: int = 20,
+                  as_json: bool = False) -> int:
     desired = desired_objects(layout)
     with Nautobot(url, read_token(token_file)) as client, answers_checked():
         report = sync(client, desired, apply=False, prune=False)
+    if as_json:
+        print(json.dumps({"ok": True, "same": not report.total} | report_json(report, desired.site, url), indent=1))
+        return 1 if report.total else 0
     if not report.total:
         console.print(f"{desired.site}: Nautobot matches the plan", highlight=False)
         return 0

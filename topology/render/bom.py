@@ -20,8 +20,9 @@ from topology.render.tables import _csv
 
 CATEGORY_ORDER = ("node", "switch", "server", "pdu", "cdu", "transceiver", "cable")
 LENGTH_ORDER = {"in_rack": 0, "same_row": 1, "cross_row": 2, "border": 3, "": 4}
-# what a length class means when ordering: the longest run a cable of that class must cover
-LENGTH_NOTE = {"in_rack": "up to 3 m", "same_row": "up to 30 m", "cross_row": "up to 100 m (structured fiber)",
+# where a length class runs; the metres ordered are the part's stock length (Link.length_m), never
+# a class's ceiling: "CAT6 4 m, up to 3 m" contradicted itself
+LENGTH_NOTE = {"in_rack": "within a rack", "same_row": "within a row", "cross_row": "between rows (structured fiber)",
                "border": "in-band cores to the site's border routers (management.inband.border_run_m)"}
 
 
@@ -75,23 +76,30 @@ def bom_lines(layout: Layout) -> list[BomLine]:
 
     # Cables by part as cabling.csv names them; a breakout splitter serves several links.
     # Transceivers at the optical ends, a module shared by the links of one breakout cage.
-    cables: Counter[tuple[str, str, int]] = Counter()
+    cables: Counter[tuple[str, str, int, float]] = Counter()
     optic_ends: Counter[tuple[str, str, int]] = Counter()
     for lk in layout.links:
         # a link takes cable_count cables (two fibres for an 800G twin-port optic), each serving
         # cable_shared links (a breakout assembly, a 1:2 splitter fibre)
-        cables[(lk.cable_part, lk.length_class, lk.cable_shared)] += lk.cable_count
+        cables[(lk.cable_part, lk.length_class, lk.cable_shared, lk.length_m)] += lk.cable_count
         if lk.media in OPTICAL:
             optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
             optic_ends[(lk.b_part, lk.length_class, lk.b_shared)] += 1
     for lk in layout.border_links:  # the site orders its router's optic: only the core's end is ours
-        cables[(lk.cable_part, lk.length_class, lk.cable_shared)] += lk.cable_count
+        cables[(lk.cable_part, lk.length_class, lk.cable_shared, lk.length_m)] += lk.cable_count
         if lk.media in OPTICAL:
             optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
-    for (part, length, shared), legs in sorted(cables.items()):
+    merged: Counter[tuple[str, str, int]] = Counter()  # one line per part and class, its stock lengths named
+    lengths: dict[tuple[str, str, int], set[float]] = {}
+    for (part, length, shared, metres), legs in cables.items():
+        merged[(part, length, shared)] += legs
+        lengths.setdefault((part, length, shared), set()).add(metres)
+    for (part, length, shared), legs in sorted(merged.items()):
         n = ceil(legs / shared)
         what = f"{legs} links on {n} breakout cables" if shared > 1 else f"{n} cables"
-        lines.append(BomLine("cable", part, f"{what}, {LENGTH_NOTE.get(length, '')}", length, n, _spares(n, percent)))
+        metres = " / ".join(f"{m:g} m" for m in sorted(lengths[(part, length, shared)]) if m)
+        note = ", ".join(x for x in (metres, LENGTH_NOTE.get(length, "")) if x)
+        lines.append(BomLine("cable", part, f"{what}, {note}", length, n, _spares(n, percent)))
     transceivers: Counter[tuple[str, str]] = Counter()
     for (part, length, shared), ends in optic_ends.items():
         transceivers[(part, length)] += ceil(ends / shared)

@@ -5,8 +5,10 @@ with one switch: the files go into a fresh generation folder beside the artifact
 fsynced, and the artifact folder -- a symlink to the generation -- is repointed with a single
 rename. Generated inventory files in inventories/<stack>/ are fixed relative symlinks into
 <artifacts>/.inventory/, so the same rename switches them too; the user's files there (overrides,
-vault, group_vars of their own) are plain files generation never touches. A reader sees the
-whole old set or the whole new one, never a mix.
+vault, group_vars of their own) are plain files generation never touches. Those links (and the
+overrides seed) are made before the switch: on a first plan they dangle until it, and a refusal
+(a folder where a link goes, a read-only inventory folder) comes before anything is published. A
+reader sees the whole old set or the whole new one, never a mix.
 
 Modes follow the user's umask (0666 & ~umask), a file that existed keeps its mode, and secrets
 (vault files) are 0600.
@@ -251,7 +253,7 @@ def publish(files: Mapping[Path, str] | Iterable[tuple[Path, str]], out: Path, i
     seeds = {Path(p) for p in seeds}
     pairs = files.items() if isinstance(files, Mapping) else files
     seeded: dict[Path, str] = {}
-    links: dict[Path, str] = {}  # inventory path -> its link's target
+    links: dict[Path, tuple[str, str]] = {}  # inventory path -> its link's target, its key in the generation
     inv_inside = inventory is None or _within(inventory, out) is not None
 
     def staged() -> Iterator[tuple[str, bytes]]:
@@ -262,7 +264,7 @@ def publish(files: Mapping[Path, str] | Iterable[tuple[Path, str]], out: Path, i
             rel = _within(path, out)
             if rel is None and not inv_inside and (inv_rel := _within(path, inventory)) is not None:
                 rel = Path(LINKED) / inv_rel
-                links[path] = os.path.relpath(out / rel, path.parent)
+                links[path] = (os.path.relpath(out / rel, path.parent), rel.as_posix())
             if rel is None or rel.as_posix() in ("", MANIFEST):
                 raise ValueError(f"{path} is outside {out} and {inventory}")
             yield rel.as_posix(), content.encode("utf-8")
@@ -275,13 +277,73 @@ def publish(files: Mapping[Path, str] | Iterable[tuple[Path, str]], out: Path, i
         for p in gens.stale(current):
             _remove(p)
         before = _read_manifest(current)
-        changed, keys = _switch(gens, current, before, staged())
-        for link, target in links.items():
-            _link_in_place(link, target)
+        new, changed, keys = _stage(gens, current, before, staged())
+        made: list[Path] = []
+        try:
+            # every write outside the generation happens before the switch, so a refusal (a
+            # folder where a link goes, a read-only inventory) or a kill leaves the old set whole
+            made = _prepare_links(links, current)
+            outside = {p: c for p, c in seeded.items() if _within(p, out) is None}
+            seeded_now = [p for p, content in outside.items() if _seed(p, content)]
+            if new is not None:
+                _commit(gens, current, new)
+        except BaseException:
+            if new is not None:
+                shutil.rmtree(new, ignore_errors=True)
+            for p in gens.stale(current):
+                if p.name.startswith(f".{out.name}.link-") and p.is_symlink():
+                    p.unlink()
+            for link in made:  # links made for a first plan: they would dangle
+                with contextlib.suppress(FileNotFoundError):
+                    link.unlink()
+            raise
+        if new is not None:
+            for p in gens.stale(new):  # the old generation (and a swapped-out plain folder)
+                _remove(p)
         if inventory is not None and not inv_inside and before:
             _drop_dangling_links(inventory, out, before - keys)
-    made = [p for p, content in seeded.items() if _seed(p, content)]
-    return _public_paths([out / k for k in changed], out, inventory, inv_inside) + made
+    # a seed inside <out> lands in the published generation (the next plan carries it over)
+    seeded_now += [p for p, content in seeded.items() if p not in outside and _seed(p, content)]
+    return _public_paths([out / k for k in changed], out, inventory, inv_inside) + seeded_now
+
+
+def _prepare_links(links: Mapping[Path, tuple[str, str]], current: Path | None) -> list[Path]:
+    """Makes every inventory link before the switch; they point through `out`, so the one
+    rename that switches `out` switches them all. On a first plan they dangle (show nothing)
+    until then. A generated plain file from plans before the set writer is first hard-linked
+    into the current generation, so its link shows the same bytes until the switch. Returns the
+    links made where nothing was (removed again if the switch does not happen)."""
+    made = []
+    for link, (target, key) in links.items():
+        try:
+            if os.path.isdir(link) and not os.path.islink(link):
+                raise IsADirectoryError(errno.EISDIR, "is a folder where plan puts a generated file's link; "
+                                        "move it away", str(link))
+            with contextlib.suppress(OSError):
+                if os.readlink(link) == target:
+                    continue
+            existed = os.path.lexists(link)
+            if existed and not os.path.islink(link) and current is not None:
+                _adopt(link, current / key)
+            if _link_in_place(link, target) and not existed:
+                made.append(link)
+        except OSError as e:  # name the inventory path, not a temp name beside it
+            raise type(e)(e.errno, e.strerror, str(link if e.filename is None or ".tmp" in str(e.filename)
+                                                     else e.filename)) from e
+    for folder in {link.parent for link in links}:
+        fsync_dir(folder)
+    return made
+
+
+def _adopt(plain: Path, into: Path) -> None:
+    """Puts a legacy plain inventory file into the current generation (same bytes) unless it is there."""
+    if os.path.lexists(into):
+        return
+    into.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(plain, into)
+    except OSError:
+        _write_new(into, plain.read_bytes(), 0o666)
 
 
 class _Staging:
@@ -316,10 +378,10 @@ class _Staging:
         _write_new(dst, data, _mode_for(dst, _existing_mode(old) if old is not None else None))
 
 
-def _switch(gens: _Generations, current: Path | None, before: set[str] | None,
-            staged: Iterable[tuple[str, bytes]]) -> tuple[list[str], set[str]]:
-    """Writes the stream into a new generation and points `out` at it; returns the changed keys
-    and all keys. Nothing is switched when no file and no name changed."""
+def _stage(gens: _Generations, current: Path | None, before: set[str] | None,
+           staged: Iterable[tuple[str, bytes]]) -> tuple[Path | None, list[str], set[str]]:
+    """Writes the stream into a new generation, fsynced; returns it (None when no file and no
+    name changed: nothing to switch), the changed keys and all keys."""
     stage = _Staging(gens, current)
     changed: list[str] = []
     keys: set[str] = set()
@@ -338,32 +400,31 @@ def _switch(gens: _Generations, current: Path | None, before: set[str] | None,
                 stage.open()
                 stage.write(key, data)
         if stage.new is None and before == keys and os.path.islink(gens.out):
-            return changed, keys  # the same set: nothing to switch
+            return None, changed, keys  # the same set: nothing to switch
         new = stage.open()
         if current is not None:
             _carry_user_entries(current, new, before, keys)
         _write_new(new / MANIFEST, "".join(f"{k}\n" for k in sorted(keys)).encode(), 0o666)
         _fsync_tree(new)
-        tmp = gens.parent / f".{gens.out.name}.link-{uuid.uuid4().hex[:12]}"
-        os.symlink(new.name, tmp)
-        if current is not None and not os.path.islink(gens.out):
-            # a plain folder from plans before this writer: swap it for the link in one step
-            if not _rename_exchange(tmp, gens.out):
-                os.rename(gens.out, tmp.with_name(tmp.name + "-old"))
-                os.rename(tmp, gens.out)
-        else:
-            os.replace(tmp, gens.out)
-        fsync_dir(gens.parent)
     except BaseException:
         if stage.new is not None:
             shutil.rmtree(stage.new, ignore_errors=True)
-        for p in gens.stale(current):
-            if p.name.startswith(f".{gens.out.name}.link-") and p.is_symlink():
-                p.unlink()
         raise
-    for p in gens.stale(new):  # the old generation (and a swapped-out plain folder)
-        _remove(p)
-    return changed, keys
+    return new, changed, keys
+
+
+def _commit(gens: _Generations, current: Path | None, new: Path) -> None:
+    """The switch: `out` points at `new` after one rename (the inventory's links with it)."""
+    tmp = gens.parent / f".{gens.out.name}.link-{uuid.uuid4().hex[:12]}"
+    os.symlink(new.name, tmp)
+    if current is not None and not os.path.islink(gens.out):
+        # a plain folder from plans before this writer: swap it for the link in one step
+        if not _rename_exchange(tmp, gens.out):
+            os.rename(gens.out, tmp.with_name(tmp.name + "-old"))
+            os.rename(tmp, gens.out)
+    else:
+        os.replace(tmp, gens.out)
+    fsync_dir(gens.parent)
 
 
 def _remove(path: Path) -> None:

@@ -340,6 +340,9 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_storage_prefix": str(spec.addressing.storage),
         # storage_fabric.qos: roles/roce_qos sets the storage NICs to what the storage switches run
         "superpod_storage_qos": spec.storage_fabric.qos,
+        # the in-band bond's resolvers and search domains (roles/host_network)
+        "superpod_dns_servers": list(spec.dns.servers),
+        "superpod_dns_search": list(spec.dns.search),
         # Secrets stay out of generated files: put these in group_vars/all/vault.yml
         # (ansible-vault encrypted) or point them at a lookup in overrides.yml.
         "superpod_bmc_username": "{{ vault_bmc_username | default('') }}",

@@ -20,7 +20,7 @@ import aiohttp
 from .aio import cancel_and_wait, deadline
 from .config import AgentConfig, Cdu, Pdu
 from .credentials import CredentialStore
-from .metrics import Store, combine
+from .metrics import Store, bound_series
 from .modbus import ModbusCduPoller, load_register_map
 from .model import PollError, PollResult, Sample
 from .profiles import load_profile
@@ -74,14 +74,14 @@ class Agent:
             auto_decompress=False)
         self._parser = ThreadPoolExecutor(max_workers=2, thread_name_prefix="cooling-parse")
         limits = {"max_body": cfg.redfish_max_body_bytes, "max_members": cfg.redfish_max_members,
-                  "executor": self._parser}
+                  "max_poll_bytes": cfg.redfish_max_poll_bytes, "executor": self._parser}
         self._sem = asyncio.Semaphore(cfg.max_concurrency)
         for p in cfg.pdus:
             timeout = p.timeout_s or cfg.timeout_s
             if p.protocol == "snmp":
                 cred = self.credentials.get(p.community_ref or p.credentials_ref)
                 poller = SnmpPoller(p, load_profile(p.profile), cred, timeout, client=self._snmp,
-                                    engine=self._engine, rediscover_s=cfg.rediscover_s)
+                                    engine=self._engine, rediscover_s=cfg.rediscover_s, max_rows=cfg.snmp_max_rows)
             else:
                 cred = self.credentials.get(p.credentials_ref or p.community_ref)
                 poller = RedfishPduPoller(self._session, p, cred, timeout, **limits)
@@ -117,24 +117,36 @@ class Agent:
                 reason, message = exc.reason, str(exc)
             except Exception as exc:  # a poller bug must not kill the target's loop
                 reason, message = "internal", f"{exc.__class__.__name__}: {exc}"
-                log.exception("target %s: unexpected poller error", t.name)
+                if self.store.targets[t.name].last_reason != "internal":  # once per state change, not per poll
+                    log.exception("target %s: unexpected poller error", t.name)
             duration = time.monotonic() - start
         health = self.store.targets[t.name]
         if result is not None:
-            samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in combine(result.samples)]
+            kept, dropped = bound_series(result.samples, self.config.max_label_length,
+                                         self.config.max_series_per_target)
+            samples = [Sample(s.metric, {**t.base_labels, **s.labels}, s.value) for s in kept]
             if health.up == 0 and health.polls:
                 log.info("target %s: recovered", t.name)
-            self.store.update(t.name, up=1.0, degraded=1.0 if result.bad_values else 0.0,
-                              last_success=time.time(), last_duration=duration,
+            degraded = bool(result.bad_values or dropped)
+            if degraded and not health.degraded:
+                log.warning("target %s: %d unusable reading(s) (wrong type, out of range, NaN) and %d series over "
+                            "the limit of %d: not exported", t.name, result.bad_values, dropped,
+                            self.config.max_series_per_target)
+            elif health.degraded and not degraded:
+                log.info("target %s: every reading usable again", t.name)
+            self.store.update(t.name, up=1.0, degraded=1.0 if degraded else 0.0,
+                              last_success=time.time(), last_duration=duration, last_reason="",
                               consecutive_failures=0, polls=health.polls + 1, samples=samples)
             if result.bad_values:
                 self.store.count_error(t.name, "bad_value", result.bad_values)
+            if dropped:
+                self.store.count_error(t.name, "series_limit", dropped)
             return True
         if health.up == 1 or health.polls == 0:
             log.warning("target %s (%s %s:%s) failed: %s: %s", t.name, t.conf.protocol, t.conf.address,
                         t.conf.port or "default", reason, message)
         # stale readings are dropped: a dead target shows as up=0, not as frozen values
-        self.store.update(t.name, up=0.0, degraded=0.0, last_duration=duration, samples=[],
+        self.store.update(t.name, up=0.0, degraded=0.0, last_duration=duration, samples=[], last_reason=reason,
                           consecutive_failures=health.consecutive_failures + 1, polls=health.polls + 1)
         self.store.count_error(t.name, reason)
         return False

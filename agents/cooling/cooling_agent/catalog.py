@@ -80,6 +80,6 @@ HEALTH_STATES = {"OK": 0, "Warning": 1, "Critical": 2}
 
 def health_value(state: str | None) -> float | None:
     """Redfish Health / DetectorState to 0/1/2; None when absent or unknown."""
-    if state is None:
+    if not isinstance(state, str):  # absent, or a type no state has
         return None
     return float(HEALTH_STATES[state]) if state in HEALTH_STATES else None

@@ -15,8 +15,8 @@ from prometheus_client import generate_latest
 from pydantic import ValidationError
 
 from .agent import Agent
-from .config import load_config
-from .credentials import CredentialsError, field_errors
+from .config import ConfigError, load_config
+from .credentials import CredentialsError, CredentialStore, field_errors
 from .exposition import MetricsServer
 from .metrics import make_registry
 
@@ -83,6 +83,8 @@ def main(argv: list[str] | None = None) -> int:
         return _main(argv)
     except CredentialsError as exc:
         print(f"error: {exc}", file=sys.stderr)
+    except ConfigError as exc:
+        print(f"error: config: {exc}", file=sys.stderr)
     except ValidationError as exc:  # agent.yml (holds no secrets, but errors read the same)
         print(f"error: config: {field_errors(exc)}", file=sys.stderr)
     return 2
@@ -104,6 +106,7 @@ def _main(argv: list[str] | None) -> int:
         return 0
     if args.command == "check-config":
         cfg = load_config(args.config)
+        CredentialStore.load(cfg.credentials_file)  # what `run` reads first: a FIFO, a missing file
         from .modbus import load_register_map
         from .profiles import load_profile
         for p in cfg.pdus:

@@ -9,6 +9,8 @@ from typing import Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .textfile import read_regular_file, yaml_problem
+
 # ASHRAE TC 9.9 liquid-cooling classes: the name is the maximum facility water supply (degC).
 ASHRAE_W_CLASSES = {"W17": 17.0, "W27": 27.0, "W32": 32.0, "W40": 40.0, "W45": 45.0}
 
@@ -129,6 +131,11 @@ class AgentConfig(_Model):
     # one device's answer is bounded: body bytes (on the wire and inflated), collection members
     redfish_max_body_bytes: int = Field(1 << 20, ge=1024)
     redfish_max_members: int = Field(256, ge=1)
+    snmp_max_rows: int = Field(1024, ge=1)  # rows per SNMP table column (a 54-outlet PDU has 54)
+    redfish_max_poll_bytes: int = Field(4 << 20, ge=1024)  # all bodies of one poll of one target
+    # what one target may put into a scrape: label values cut to this length, series beyond the cap dropped
+    max_label_length: int = Field(128, ge=16)
+    max_series_per_target: int = Field(2048, ge=1)
     credentials_file: str | None = None
     ashrae_class: str = "W32"
     feed_imbalance_ratio: float = Field(0.2, ge=0, le=1)
@@ -168,8 +175,20 @@ class AgentConfig(_Model):
         return cdu.limits or self.cdu_limits or CduLimits()
 
 
+class ConfigError(ValueError):
+    """A config file the agent cannot read as a mapping (pydantic names field errors)."""
+
+
 def load_config(path: str | Path) -> AgentConfig:
-    raw = yaml.safe_load(Path(path).read_text()) or {}
+    text, _ = read_regular_file(Path(path), "", ConfigError)
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: {yaml_problem(exc)}") from None
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{path}: expected a mapping of settings, got {type(raw).__name__}")
     if "superpod_monitoring" in raw and isinstance(raw["superpod_monitoring"], dict):
         # accept the inventory's group-vars shape directly as well
         inner = raw.pop("superpod_monitoring")

@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError
+
+from .textfile import read_regular_file, yaml_problem
 
 ENV_PREFIX = "SUPERPOD_COOLING_"
 FIELDS = ("community", "username", "password", "auth_protocol", "auth_key", "priv_protocol", "priv_key")
@@ -63,17 +64,14 @@ def field_errors(exc: ValidationError) -> str:
 
 
 def _read_private_yaml(path: Path):
-    mode = stat.S_IMODE(path.stat().st_mode)
+    text, mode = read_regular_file(path, "credentials_file", CredentialsError)
     if mode & 0o077:
         raise CredentialsError(f"credentials_file {path}: mode {mode:04o} lets group or others read secrets; "
                                "chmod 600 (owner: the agent's user)")
     try:
-        return yaml.safe_load(path.read_text())
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(exc, "problem", None) or "syntax error"
-        raise CredentialsError(f"credentials_file {path}: not valid YAML{where}: {problem}") from None
+        raise CredentialsError(f"credentials_file {path}: {yaml_problem(exc)}") from None
 
 
 def _env_key(ref: str, field: str) -> str:
@@ -88,7 +86,7 @@ class CredentialStore:
     @classmethod
     def load(cls, path: str | Path | None, environ: dict[str, str] | None = None) -> CredentialStore:
         entries: dict[str, Credential] = {}
-        if path and Path(path).exists():
+        if path:  # named in the config: it must be there (a typo would silently drop every secret)
             raw = _read_private_yaml(Path(path))
             if not isinstance(raw, dict):
                 raise CredentialsError(f"credentials_file {path}: expected a mapping of reference name to credential")

@@ -2,10 +2,12 @@
 
 prometheus_client's own server spawns a thread per connection (400 idle connections, 402
 threads) and has no authentication.  Here a connection is a protocol object, not a thread;
-at most ``max_connections`` are open at once (more are reset at once), one that sends
-nothing for ``idle_timeout_s`` is closed (TLS handshakes too), optional TLS and HTTP basic
-auth (user and password from the credentials file, compared in constant time), and the
-exposition text is rendered in a worker thread so a scrape never blocks polling."""
+at most ``max_connections`` are open at once: when all are taken, a new one pushes out the
+oldest connection not being served (slow clients cannot lock scrapes out; a new one is reset
+only while every slot serves a scrape); one that sends nothing for ``idle_timeout_s`` is
+closed (TLS handshakes too); optional TLS and HTTP basic auth (user and password from the
+credentials file, compared in constant time); the exposition text is rendered in a worker
+thread so a scrape never blocks polling."""
 
 from __future__ import annotations
 
@@ -31,15 +33,17 @@ class _Guard(asyncio.Protocol):
         self.owner = owner
         self.inner: asyncio.Protocol | None = None
         self.transport: asyncio.BaseTransport | None = None
+        self.serving = False  # a request of this connection is in the handler
         self._idle: asyncio.TimerHandle | None = None
 
     def connection_made(self, transport) -> None:
         self.transport = transport
-        self.owner.live.add(self)
-        if len(self.owner.live) > self.owner.listen.max_connections:
-            self.owner.refused += 1
+        if len(self.owner.live) >= self.owner.listen.max_connections and not self.owner.evict_one():
+            self.owner.refused += 1  # every slot is serving a scrape right now
             transport.abort()
             return
+        self.owner.live[self] = None
+        self.owner.by_transport[transport] = self
         self.owner.peak = max(self.owner.peak, len(self.owner.live))
         self.inner = self.owner.web_server()
         self.inner.connection_made(transport)
@@ -71,7 +75,8 @@ class _Guard(asyncio.Protocol):
             self.inner.resume_writing()
 
     def connection_lost(self, exc) -> None:
-        self.owner.live.discard(self)
+        self.owner.live.pop(self, None)
+        self.owner.by_transport.pop(self.transport, None)
         if self._idle is not None:
             self._idle.cancel()
         if self.inner is not None:
@@ -91,9 +96,10 @@ class MetricsServer:
     def __init__(self, registry: CollectorRegistry, listen: Listen, basic_auth: Credential | None = None):
         self.registry = registry
         self.listen = listen
-        self.live: set[_Guard] = set()
+        self.live: dict[_Guard, None] = {}  # open connections, oldest first
+        self.by_transport: dict[asyncio.BaseTransport, _Guard] = {}
         self.peak = 0  # most connections served at once
-        self.refused = 0
+        self.refused = 0  # connections closed for a newer one (oldest idle first), or refused
         self._auth: tuple[bytes, bytes] | None = None
         if basic_auth is not None:
             if not basic_auth.username or not basic_auth.password:
@@ -101,6 +107,19 @@ class MetricsServer:
             self._auth = (basic_auth.username.encode(), basic_auth.password.get_secret_value().encode())
         self.web_server = web.Server(self._handle, keepalive_timeout=listen.idle_timeout_s)
         self._server: asyncio.AbstractServer | None = None
+
+    def evict_one(self) -> bool:
+        """Makes room for a new connection: the oldest one not being served goes (an idle
+        keep-alive, or a client still trickling its request). Slow clients holding every slot
+        would otherwise lock Prometheus out; a scrape in progress is never the one cut."""
+        for guard in self.live:
+            if not guard.serving:
+                self.refused += 1
+                self.live.pop(guard)
+                self.by_transport.pop(guard.transport, None)
+                guard.transport.abort()
+                return True
+        return False
 
     @property
     def port(self) -> int:
@@ -129,6 +148,16 @@ class MetricsServer:
         return ok_user and ok_password
 
     async def _handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        guard = self.by_transport.get(request.transport)
+        if guard is not None:
+            guard.serving = True
+        try:
+            return await self._answer(request)
+        finally:
+            if guard is not None:
+                guard.serving = False
+
+    async def _answer(self, request: web.BaseRequest) -> web.StreamResponse:
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="method not allowed\n")
         if request.path not in ("/", "/metrics"):

@@ -27,6 +27,7 @@ class TargetHealth:
     last_success: float = 0.0
     last_duration: float = 0.0
     consecutive_failures: int = 0
+    last_reason: str = ""  # why the last poll failed ("" after a success): logs follow its changes
     next_delay: float = 0.0
     polls: int = 0
     errors: dict[str, int] = field(default_factory=lambda: defaultdict(int))
@@ -48,8 +49,8 @@ class Store:
         with self._lock:
             return [TargetHealth(labels=t.labels, up=t.up, degraded=t.degraded, last_success=t.last_success,
                                  last_duration=t.last_duration, consecutive_failures=t.consecutive_failures,
-                                 next_delay=t.next_delay, polls=t.polls, errors=dict(t.errors),
-                                 samples=t.samples) for t in self.targets.values()]
+                                 last_reason=t.last_reason, next_delay=t.next_delay, polls=t.polls,
+                                 errors=dict(t.errors), samples=t.samples) for t in self.targets.values()]
 
     def update(self, name: str, **changes) -> None:
         with self._lock:
@@ -73,6 +74,15 @@ def combine(samples: list[Sample]) -> list[Sample]:
         elif METRICS[s.metric].agg == "sum":
             prev.value += s.value
     return list(out.values())
+
+
+def bound_series(samples: list[Sample], max_label_length: int, max_series: int) -> tuple[list[Sample], int]:
+    """What one target may put into a scrape: device-given label values (member Ids) cut to
+    ``max_label_length`` characters, then merged, then at most ``max_series`` series. Returns
+    the kept samples and how many series were dropped."""
+    cut = [Sample(s.metric, {k: v[:max_label_length] for k, v in s.labels.items()}, s.value) for s in samples]
+    merged = combine(cut)
+    return merged[:max_series], max(0, len(merged) - max_series)
 
 
 class CoolingCollector(Collector):

@@ -38,6 +38,9 @@ _CONNECTOR_READINGS = {
 # collection ~5 KiB; parsing 1 MiB holds the GIL ~20 ms (4 MiB: ~100 ms, see the bench)
 DEFAULT_MAX_BODY = 1 << 20
 DEFAULT_MAX_MEMBERS = 256  # a 48-outlet PDU lists 48
+# all bodies of one poll of one target, on the wire and inflated: a 48-outlet PDU reads ~200 KiB;
+# 256 members of 1 MiB each (every one within both limits above) stop at this budget
+DEFAULT_MAX_POLL_BYTES = 4 << 20
 INLINE_PARSE = 64 << 10  # smaller bodies parse on the loop (a thread hop costs more than they do)
 _CHUNK = 64 << 10
 
@@ -62,25 +65,57 @@ def inflate(raw: bytes, encoding: str, limit: int) -> bytes:
 
 def parse_body(raw: bytes, encoding: str, limit: int) -> Any:
     """Inflate and parse a JSON body (runs in a worker thread for large bodies)."""
+    return parse_sized(raw, encoding, limit)[0]
+
+
+def parse_sized(raw: bytes, encoding: str, limit: int) -> tuple[Any, int]:
+    """The parsed body and its inflated size (charged to the poll's byte budget)."""
     body = inflate(raw, encoding, limit)
     try:
         # NaN / Infinity (not JSON, but Python's parser reads them) reach PollResult.add,
         # which counts them as unusable readings: the target is then exported as degraded
-        return json.loads(body)
+        return json.loads(body), len(body)
     except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise PollError("bad_data", "response is not JSON") from exc
 
 
-def _reading(obj: Any, key: str) -> float | None:
-    """``obj[key].Reading`` as a float; None when absent or null."""
+class PollBudget:
+    """Bytes one poll of one target may still read (wire and inflated together)."""
+
+    def __init__(self, limit: int):
+        self.limit = limit
+        self.used = 0
+
+    def left(self) -> int:
+        return self.limit - self.used
+
+    def charge(self, n: int, path: str) -> None:
+        self.used += n
+        if self.used > self.limit:
+            raise PollError("too_large", f"GET {path}: this poll read more than {self.limit} bytes "
+                                         "(all bodies of the target together)")
+
+
+def _reading(obj: Any, key: str) -> object:
+    """``obj[key].Reading`` as sent (PollResult.add judges it: a wrong type costs that sample)."""
     v = obj.get(key) if isinstance(obj, dict) else None
-    if isinstance(v, dict):
-        v = v.get("Reading")
-    if isinstance(v, bool) or v is None:
-        return None
-    if isinstance(v, (int, float)):
-        return float(v)
-    raise PollError("bad_data", f"{key}: non-numeric reading {v!r}")
+    return v.get("Reading") if isinstance(v, dict) else v
+
+
+def _status(r: PollResult, obj: Any) -> dict:
+    """``obj.Status`` as an object; a Status of another type (a string) is one bad value."""
+    status = obj.get("Status") if isinstance(obj, dict) else None
+    if status is None or isinstance(status, dict):
+        return status or {}
+    r.bad_values += 1
+    return {}
+
+
+def _health(r: PollResult, status: dict) -> float | None:
+    health = status.get("Health")
+    if health is not None and not isinstance(health, str):
+        r.bad_values += 1
+    return health_value(health)
 
 
 def _odata_id(obj: Any) -> str | None:
@@ -90,9 +125,11 @@ def _odata_id(obj: Any) -> str | None:
 class RedfishClient:
     def __init__(self, session: aiohttp.ClientSession, target: Pdu | Cdu, cred: Credential, timeout_s: float, *,
                  max_body: int = DEFAULT_MAX_BODY, max_members: int = DEFAULT_MAX_MEMBERS,
-                 executor: Executor | None = None):
+                 max_poll_bytes: int = DEFAULT_MAX_POLL_BYTES, executor: Executor | None = None):
         self.max_body = max_body
         self.max_members = max_members
+        self.max_poll_bytes = max_poll_bytes
+        self.budget = PollBudget(max_poll_bytes)
         self.executor = executor
         port = target.port or (80 if target.scheme == "http" else DEFAULT_PORTS["redfish"])
         self.base = f"{target.scheme}://{target.address}:{port}"
@@ -102,7 +139,13 @@ class RedfishClient:
         self.auth = (aiohttp.BasicAuth(cred.username, cred.password.get_secret_value())
                      if cred.username and cred.password else None)
 
+    def begin_poll(self) -> None:
+        """A fresh byte budget; requests of an earlier poll still running keep charging theirs."""
+        self.budget = PollBudget(self.max_poll_bytes)
+
     async def get(self, path: str) -> dict:
+        budget = self.budget
+        budget.charge(0, path)  # spent already (a sibling request used it up): do not even ask
         try:
             async with self.session.get(self.base + path, auth=self.auth, timeout=self.timeout, ssl=self.ssl,
                                         headers={"Accept": "application/json",
@@ -111,31 +154,37 @@ class RedfishClient:
                     raise PollError("auth", f"GET {path}: HTTP {resp.status}")
                 if resp.status >= 400:
                     raise PollError("http", f"GET {path}: HTTP {resp.status}")
-                raw = await self._read(resp, path)
+                raw = await self._read(resp, path, budget)
                 encoding = resp.headers.get("Content-Encoding", "")
         except asyncio.TimeoutError as exc:
             raise PollError("timeout", f"GET {path}: timed out") from exc
         except aiohttp.ClientError as exc:
             raise PollError("unreachable", f"GET {path}: {exc.__class__.__name__}") from exc
         try:
+            limit = min(self.max_body, max(budget.left(), 0))  # inflated bytes count against the poll too
             if len(raw) <= INLINE_PARSE and not encoding:
-                doc = parse_body(raw, encoding, self.max_body)
+                doc, size = parse_sized(raw, encoding, limit)
             else:
                 loop = asyncio.get_running_loop()
-                doc = await loop.run_in_executor(self.executor, parse_body, raw, encoding, self.max_body)
+                doc, size = await loop.run_in_executor(self.executor, parse_sized, raw, encoding, limit)
         except PollError as exc:
             raise PollError(exc.reason, f"GET {path}: {exc}") from None
+        if encoding:
+            budget.charge(size, path)
         if not isinstance(doc, dict):
             raise PollError("bad_data", f"GET {path}: response is not a JSON object")
         return doc
 
-    async def _read(self, resp: aiohttp.ClientResponse, path: str) -> bytes:
-        """The raw body, refused as soon as it passes ``max_body`` (declared or read)."""
+    async def _read(self, resp: aiohttp.ClientResponse, path: str, budget: PollBudget) -> bytes:
+        """The raw body, refused as soon as it passes ``max_body`` or the poll's budget (declared or read)."""
         if resp.content_length is not None and resp.content_length > self.max_body:
             raise PollError("too_large", f"GET {path}: Content-Length {resp.content_length} > {self.max_body}")
+        if resp.content_length is not None and resp.content_length > budget.left():
+            budget.charge(resp.content_length, path)
         buf = bytearray()
         async for chunk in resp.content.iter_chunked(_CHUNK):
             buf += chunk
+            budget.charge(len(chunk), path)
             if len(buf) > self.max_body:
                 raise PollError("too_large", f"GET {path}: body larger than {self.max_body} bytes")
         return bytes(buf)
@@ -163,11 +212,12 @@ class RedfishCduPoller:
 
     async def poll(self) -> PollResult:
         c = self.client
+        c.begin_poll()
         cdu = await c.get(self.path)
         if "PrimaryCoolantConnectors" not in cdu and "SecondaryCoolantConnectors" not in cdu:
             raise PollError("bad_data", f"{self.path} is not a CoolingUnit")
         r = PollResult()
-        r.add("cdu_health", health_value((cdu.get("Status") or {}).get("Health")))
+        r.add("cdu_health", _health(r, _status(r, cdu)))
 
         async def empty() -> list:
             return []
@@ -185,21 +235,24 @@ class RedfishCduPoller:
         )
         for key, connectors in zip(loops, results[:2], strict=True):
             for conn in connectors:
-                labels = {"loop": _LOOPS[key], "connector": str(conn.get("Id", ""))}
-                for prop, metric in _CONNECTOR_READINGS.items():
-                    r.add(metric, _reading(conn, prop), **labels)
+                with r.member():
+                    labels = {"loop": _LOOPS[key], "connector": str(conn.get("Id", ""))}
+                    for prop, metric in _CONNECTOR_READINGS.items():
+                        r.add(metric, _reading(conn, prop), **labels)
         pumps, reservoirs, leak, env = results[2:]
         for pump in pumps:
-            status = pump.get("Status") or {}
-            labels = {"pump": str(pump.get("Id", ""))}
-            r.add("cdu_pump_speed_percent", _reading(pump, "PumpSpeedPercent"), **labels)
-            r.add("cdu_pump_health", health_value(status.get("Health")), **labels)
-            if "State" in status:
-                r.add("cdu_pump_enabled", 1.0 if status.get("State") == "Enabled" else 0.0, **labels)
+            with r.member():
+                status = _status(r, pump)
+                labels = {"pump": str(pump.get("Id", ""))}
+                r.add("cdu_pump_speed_percent", _reading(pump, "PumpSpeedPercent"), **labels)
+                r.add("cdu_pump_health", _health(r, status), **labels)
+                if "State" in status:
+                    r.add("cdu_pump_enabled", 1.0 if status.get("State") == "Enabled" else 0.0, **labels)
         for res in reservoirs:
-            if "FluidLevelStatus" in res:
-                r.add("cdu_reservoir_level_ok", 1.0 if res["FluidLevelStatus"] == "OK" else 0.0,
-                      reservoir=str(res.get("Id", "")))
+            with r.member():
+                if "FluidLevelStatus" in res:
+                    r.add("cdu_reservoir_level_ok", 1.0 if res["FluidLevelStatus"] == "OK" else 0.0,
+                          reservoir=str(res.get("Id", "")))
         if leak:
             link = leak.get("LeakDetectors")
             if link is None and _odata_id(leak):
@@ -218,8 +271,9 @@ class RedfishCduPoller:
             else:  # older services only list detectors inline in LeakDetectorGroups
                 for group in leak.get("LeakDetectorGroups", []):
                     for d in group.get("Detectors", []):
-                        name = (d.get("DataSourceUri") or d.get("DeviceName") or "").rstrip("/").split("/")[-1]
-                        r.add("cdu_leak_detector_state", self._detector(d), detector=name)
+                        with r.member():
+                            name = (d.get("DataSourceUri") or d.get("DeviceName") or "").rstrip("/").split("/")[-1]
+                            r.add("cdu_leak_detector_state", self._detector(d), detector=name)
         if env:
             r.add("cdu_ambient_temperature_celsius", _reading(env, "TemperatureCelsius"))
             r.add("cdu_ambient_humidity_percent", _reading(env, "HumidityPercent"))
@@ -243,6 +297,7 @@ class RedfishPduPoller:
 
     async def poll(self) -> PollResult:
         c = self.client
+        c.begin_poll()
         pdu = await c.get(self.path)
         if "Metrics" not in pdu and "Mains" not in pdu:
             raise PollError("bad_data", f"{self.path} is not a PowerDistribution resource")
@@ -257,31 +312,34 @@ class RedfishPduPoller:
         if metrics:
             pw = metrics.get("PowerWatts") or {}
             r.add("pdu_power_watts", _reading(metrics, "PowerWatts"))
-            if isinstance(pw.get("ApparentVA"), (int, float)):
-                r.add("pdu_apparent_power_va", pw["ApparentVA"])
+            if isinstance(pw, dict):
+                r.add("pdu_apparent_power_va", pw.get("ApparentVA"))
             r.add("pdu_energy_kwh", _reading(metrics, "EnergykWh"))
             r.add("pdu_inlet_temperature_celsius", _reading(metrics, "TemperatureCelsius"), sensor="pdu")
             r.add("pdu_inlet_humidity_percent", _reading(metrics, "HumidityPercent"), sensor="pdu")
         for m in mains:
-            r.add("pdu_frequency_hz", _reading(m, "FrequencyHz"))
-            for line, v in (m.get("PolyPhaseCurrentAmps") or {}).items():
-                if line.startswith("Line"):
-                    r.add("pdu_phase_current_amps", _reading({"x": v}, "x"), phase="L" + line[4:])
-            for pair, v in (m.get("PolyPhaseVoltage") or {}).items():
-                if pair.endswith("ToNeutral"):
-                    r.add("pdu_phase_voltage_volts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
-            for pair, v in (m.get("PolyPhasePowerWatts") or {}).items():
-                if pair.endswith("ToNeutral"):
-                    r.add("pdu_phase_power_watts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
+            with r.member():
+                r.add("pdu_frequency_hz", _reading(m, "FrequencyHz"))
+                for line, v in (m.get("PolyPhaseCurrentAmps") or {}).items():
+                    if line.startswith("Line"):
+                        r.add("pdu_phase_current_amps", _reading({"x": v}, "x"), phase="L" + line[4:])
+                for pair, v in (m.get("PolyPhaseVoltage") or {}).items():
+                    if pair.endswith("ToNeutral"):
+                        r.add("pdu_phase_voltage_volts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
+                for pair, v in (m.get("PolyPhasePowerWatts") or {}).items():
+                    if pair.endswith("ToNeutral"):
+                        r.add("pdu_phase_power_watts", _reading({"x": v}, "x"), phase="L" + pair[4:-9])
         for b in branches:
-            labels = {"branch": str(b.get("Id", ""))}
-            r.add("pdu_branch_current_amps", _reading(b, "CurrentAmps"), **labels)
-            r.add("pdu_branch_power_watts", _reading(b, "PowerWatts"), **labels)
+            with r.member():
+                labels = {"branch": str(b.get("Id", ""))}
+                r.add("pdu_branch_current_amps", _reading(b, "CurrentAmps"), **labels)
+                r.add("pdu_branch_power_watts", _reading(b, "PowerWatts"), **labels)
         for o in outlets:
-            labels = {"outlet": str(o.get("Id", ""))}
-            r.add("pdu_outlet_current_amps", _reading(o, "CurrentAmps"), **labels)
-            r.add("pdu_outlet_power_watts", _reading(o, "PowerWatts"), **labels)
-            r.add("pdu_outlet_energy_kwh", _reading(o, "EnergykWh"), **labels)
+            with r.member():
+                labels = {"outlet": str(o.get("Id", ""))}
+                r.add("pdu_outlet_current_amps", _reading(o, "CurrentAmps"), **labels)
+                r.add("pdu_outlet_power_watts", _reading(o, "PowerWatts"), **labels)
+                r.add("pdu_outlet_energy_kwh", _reading(o, "EnergykWh"), **labels)
         if not r.samples:
             raise PollError("no_data", f"{self.path}: no readings")
         return r

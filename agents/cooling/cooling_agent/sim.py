@@ -290,13 +290,17 @@ def gzip_bomb(inflated_mib: int = 128) -> bytes:
     return b"".join(parts)
 
 
-def hostile_app(mode: str, members: int = 20_000) -> web.Application:
+def hostile_app(mode: str, members: int = 20_000, member_bytes: int = 1_000_000) -> web.Application:
     """A Redfish CDU that attacks its poller: ``gzip_bomb``, ``many_members`` (a Pumps
-    collection of ``members`` links, each one served), ``deep`` (JSON nested 200,000 deep)."""
+    collection of ``members`` links, each one served), ``deep`` (JSON nested 200,000 deep),
+    ``big_members`` (``members`` pumps of ``member_bytes`` each: every body within the body
+    limit, all of them together far over any sane poll), ``long_ids`` (``members`` pumps
+    whose Id is ``member_bytes`` characters: label values)."""
     cdu_path = "/redfish/v1/ThermalEquipment/CDUs/1"
     # built now, not on the first request: the peers share the test's process and its CPU
     collection = json.dumps({"Members": [{"@odata.id": f"{cdu_path}/Pumps/{i}"} for i in range(members)]}).encode() \
-        if mode == "many_members" else b""
+        if mode in ("many_members", "big_members", "long_ids") else b""
+    pad = "x" * member_bytes if mode in ("big_members", "long_ids") else ""
 
     async def handler(request: web.Request) -> web.Response:
         if mode == "gzip_bomb":
@@ -309,8 +313,11 @@ def hostile_app(mode: str, members: int = 20_000) -> web.Application:
         elif request.path == cdu_path + "/Pumps":
             return web.Response(body=collection, content_type="application/json")
         else:
-            doc = {"Id": request.path.rsplit("/", 1)[-1], "PumpSpeedPercent": {"Reading": 50},
+            index = request.path.rsplit("/", 1)[-1]
+            doc = {"Id": f"{index}-{pad}" if mode == "long_ids" else index, "PumpSpeedPercent": {"Reading": 50},
                    "Status": {"Health": "OK", "State": "Enabled"}}
+            if mode == "big_members":
+                doc["Oem"] = {"Padding": pad}
         return web.json_response(doc)
 
     app = web.Application()

@@ -90,7 +90,8 @@ class _Planned:
 class SnmpPoller:
     def __init__(self, target: Pdu, profile: Profile, cred: Credential, timeout_s: float, *,
                  client: SnmpClient | None = None, engine: SnmpEngine | None = None,
-                 rediscover_s: float = 3600.0):
+                 rediscover_s: float = 3600.0, max_rows: int = 1024):
+        self.max_rows = max_rows  # rows per table column: a walk stops there (20,000 outlets are no PDU)
         self.target = target
         self.profile = profile
         self.timeout_s = timeout_s
@@ -163,6 +164,9 @@ class SnmpPoller:
                     done.add(col)
                     continue
                 result[col][oid[len(col):]] = value
+                if len(result[col]) > self.max_rows:
+                    raise PollError("too_large", f"walk: column {'.'.join(map(str, col))} has more than "
+                                                 f"{self.max_rows} rows")
                 cursor[col] = oid
             for col in done:
                 cursor.pop(col, None)

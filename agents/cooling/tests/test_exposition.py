@@ -101,3 +101,46 @@ def test_tls_and_basic_auth(cert):
     results = asyncio.run(go())
     assert [status for status, _ in results] == [401, 401, 401, 200]
     assert "superpod_cooling_agent_info" in results[-1][1]
+
+
+def test_64_slow_clients_do_not_lock_out_scrapes():
+    """64 clients that trickle a request header a byte at a time hold every connection slot
+    (15 of the first 30 scrapes were refused): a new connection now pushes out the oldest one
+    that is not being served, so every scrape gets in."""
+    listen = Listen(address="127.0.0.1", port=0)  # the defaults: 64 connections, 15 s idle
+
+    async def go():
+        server = await MetricsServer(registry(), listen).start()
+        slow = [await asyncio.open_connection("127.0.0.1", server.port) for _ in range(listen.max_connections)]
+
+        async def trickle():
+            while True:
+                for _, writer in slow:
+                    if not writer.is_closing():
+                        writer.write(b"X")  # never a whole header line: the idle timer never fires
+                await asyncio.sleep(0.05)
+
+        for _, writer in slow:
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: slow\r\nX-Slow: ")
+        trickler = asyncio.ensure_future(trickle())
+        ok = 0
+        try:
+            connector = aiohttp.TCPConnector(force_close=True)
+            async with aiohttp.ClientSession(connector=connector) as session:
+                for _ in range(30):
+                    try:
+                        async with session.get(f"http://127.0.0.1:{server.port}/metrics",
+                                               timeout=aiohttp.ClientTimeout(total=5)) as resp:
+                            ok += resp.status == 200 and "superpod_cooling_agent_info" in await resp.text()
+                    except (aiohttp.ClientError, asyncio.TimeoutError):
+                        pass
+        finally:
+            trickler.cancel()
+            for _, writer in slow:
+                writer.close()
+            await server.stop()
+        return ok, server.peak
+
+    ok, peak = asyncio.run(go())
+    assert ok == 30, f"{30 - ok} of 30 scrapes refused"
+    assert peak <= listen.max_connections

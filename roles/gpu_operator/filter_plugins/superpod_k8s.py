@@ -218,14 +218,19 @@ def _ranges(addresses):
 
 def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_prefix="rdma_rail", block_size=0,
                            node_names=None, resource_mode="per_rail"):
-    """One nv-ipam IPPool per rail subnet of the plan and one macvlan network per rail, so pods get
+    """One nv-ipam IPPool per rail subnet of the plan and one secondary network per rail, so pods get
     an address on the rail the RDMA shared device plugin hands them (resource `rdma/<resource_prefix>N`).
     A rail whose nodes all sit in one subnet gets one pool and one network named `<prefix>N`;
     a rail cut into one subnet per leaf (per_leaf addressing, several SUs) gets one of each per
     leaf, `<prefix>N-<leaf>`, bound to that leaf's nodes. The nodes' own addresses are excluded;
-    block_size 0 shares the rest of the subnet equally. Raises ValueError when a subnet has no
+    block_size 0 shares the rest of the subnet equally. On InfiniBand the network is an IPoIBNetwork
+    (macvlan attaches only to Ethernet), on Ethernet a MacvlanNetwork. A pool with a gateway routes
+    the rail's other subnets (the other leaves' rail subnets, merged) through it, so a pod reaches
+    the same rail on every leaf; IPoIB rails are one subnet and need no route. Raises ValueError when a subnet has no
     address left for pods (p2p /31 rails never do) or a rail's netdev differs between nodes."""
     import ipaddress
+
+    import netaddr
 
     node_names = node_names or {}
     subnets: dict[tuple[int, str], dict] = {}
@@ -236,14 +241,17 @@ def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_pre
             iface = ipaddress.ip_interface(r["address"])
             entry = subnets.setdefault((int(r["rail"]), str(iface.network)), {
                 "rail": int(r["rail"]), "network": iface.network, "gateway": r.get("peer", ""),
-                "netdevs": set(), "leaves": set(), "nodes": [], "used": set()})
+                "netdevs": set(), "leaves": set(), "nodes": [], "used": set(), "kinds": set()})
             entry["netdevs"].add(r["netdev"])
+            entry["kinds"].add(topology_hostvars[host].get("superpod_fabric_kind", "ethernet"))
             entry["leaves"].add(r.get("leaf", ""))
             entry["nodes"].append(node_names.get(host, host))
             entry["used"].add(int(iface.ip))
     per_rail: dict[int, int] = {}
-    for rail, _ in subnets:
+    rail_subnets: dict[int, list[str]] = {}
+    for rail, subnet in subnets:
         per_rail[rail] = per_rail.get(rail, 0) + 1
+        rail_subnets.setdefault(rail, []).append(subnet)
     out = []
     for (rail, _), e in sorted(subnets.items()):
         net = e["network"]
@@ -266,9 +274,12 @@ def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_pre
         name = f"{prefix}{rail}" if per_rail[rail] == 1 else f"{prefix}{rail}-{leaf}"
         exclusions = [{"startIP": str(ipaddress.ip_address(a)), "endIP": str(ipaddress.ip_address(b))}
                       for a, b in _ranges(e["used"])]
+        others = netaddr.IPSet(rail_subnets[rail]) - netaddr.IPSet([str(net)])
+        routes = [{"dst": str(c)} for c in others.iter_cidrs()] if e["gateway"] else []
+        kind = "IPoIBNetwork" if e["kinds"] == {"infiniband"} else "MacvlanNetwork"
         out.append({"rail": rail, "name": name, "subnet": str(net), "gateway": e["gateway"],
                     "master": next(iter(e["netdevs"])), "block": block, "exclusions": exclusions,
-                    "nodes": nodes,
+                    "nodes": nodes, "routes": routes, "kind": kind,
                     "resource": f"rdma/{resource_prefix}" + ("" if resource_mode == "shared" else str(rail))})
     return out
 

@@ -11,6 +11,7 @@ import markupsafe
 
 from topology import catalog
 from topology.model import Layout
+from topology.names import natural_key, row_letters
 from topology.render.bom import bom_lines
 from topology.render.labels import cable_labels
 from topology.render.report import geometry
@@ -32,13 +33,15 @@ def _cards(layout: Layout) -> list[tuple[str, str]]:
     racks = layout.racks
     planned = round(sum(r.planned_kw for r in racks), 1)
     budget = round(sum(r.budget_kw for r in racks), 1)
-    switches = sum(1 for d in layout.devices if d.role in geometry.LEVEL and geometry.LEVEL[d.role] > 0)
+    switches = sum(1 for d in layout.devices if geometry.LEVEL.get(d.role, 0) > 0 and d.role not in OOB_ROLES)
     return [
         ("GPUs", f"{layout.facts['gpus']:,}"),
         ("nodes", f"{layout.facts['nodes']:,}"),
         ("compute tiers", str(layout.facts["tiers"])),
         ("fabric switches", f"{switches:,}"),
-        ("cables", f"{len(layout.links):,}"),
+        ("OOB switches", f"{sum(1 for d in layout.devices if d.role in OOB_ROLES):,}"),
+        ("cables", f"{len(layout.links) + len(layout.border_links):,}"),
+        ("border cables", f"{len(layout.border_links):,}"),
         ("racks", str(len(racks))),
         ("kW planned", f"{planned:,}"),
         ("kW budget", f"{budget:,}"),
@@ -51,12 +54,15 @@ def _cards(layout: Layout) -> list[tuple[str, str]]:
 
 def _cable_tiers(layout: Layout) -> list[dict]:
     out: dict[str, dict] = {}
-    for lk in layout.links:
+    for lk in (*layout.links, *layout.border_links):  # the border uplinks are cables we pull too
         row = out.setdefault(lk.tier, {"tier": lk.tier, "fabric": lk.fabric, "total": 0, "in_rack": 0,
                                        "same_row": 0, "cross_row": 0})
         row["total"] += 1
         row[lk.length_class] = row.get(lk.length_class, 0) + 1
     return list(out.values())
+
+
+OOB_ROLES = ("oob_switch", "oob_aggregation")
 
 
 def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, int]]:
@@ -67,7 +73,8 @@ def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, 
         lk = c.link
         a = (c.cable_id, c.a_unit, lk.a_device, lk.a_port, c.b_rack, c.b_unit, lk.b_device, lk.b_port)
         b = (c.cable_id, c.b_unit, lk.b_device, lk.b_port, c.a_rack, c.a_unit, lk.a_device, lk.a_port)
-        rest = (lk.tier, lk.media, lk.length_class, lk.speed_gbps)
+        # what the fitter pulls from stock: metres and part, as labels.csv and bom.csv name them
+        rest = (lk.tier, lk.media, f"{lk.length_m:g} m" if lk.length_m else "", lk.cable_part, lk.speed_gbps)
         by_rack[c.a_rack].append((-units[lk.a_device], a + rest))
         if c.b_rack != c.a_rack or lk.b_device != lk.a_device:
             by_rack[c.b_rack].append((-units[lk.b_device], b + rest))
@@ -77,11 +84,45 @@ def _schedules(layout: Layout) -> tuple[dict[str, markupsafe.Markup], dict[str, 
         name: markupsafe.Markup(
             "".join(
                 "<tr><td>" + "<td>".join(cell(v) for v in row) + "\n"
-                for _, row in sorted(rows, key=lambda r: (r[0], r[1][2], r[1][3]))
+                for _, row in sorted(rows, key=lambda r: (r[0], r[1][2], natural_key(r[1][3])))
             )
         )
         for name, rows in by_rack.items()
     }, counts
+
+
+def _port_maps(layout: Layout, cat) -> dict[str, list[tuple[str, str, markupsafe.Markup]]]:
+    """Per rack, each switch's cabled ports as its front panel reads: odd ports over even ones, in
+    port order, each cell the port and the device at the far end (the schedule has IDs and parts)."""
+    ends: dict[str, list[tuple[str, str]]] = {}
+    for lk in (*layout.links, *layout.border_links):
+        for dev, port, far in ((lk.a_device, lk.a_port, lk.b_device), (lk.b_device, lk.b_port, lk.a_device)):
+            ends.setdefault(dev, []).append((port, far))
+    cell = _cached_escape()
+    maps: dict[str, list] = {r.name: [] for r in layout.racks}
+    for d in sorted(layout.devices, key=lambda d: (-(d.rack_unit or 0), d.name)):
+        if d.model not in cat.switches or d.name not in ends:
+            continue
+        ports = sorted(set(ends[d.name]), key=lambda e: natural_key(e[0]))
+        top, bottom = ports[0::2], ports[1::2]
+        rows = "".join("<tr>" + "".join(f"<td><b>{cell(p)}</b> {cell(far)}" for p, far in line)
+                       for line in (top, bottom) if line)
+        maps[d.rack].append((d.name, d.model, markupsafe.Markup(rows)))
+    return maps
+
+
+def _cabling_matrix(layout: Layout) -> tuple[list[str], list[list[int]]]:
+    """Cables between rack rows (the diagonal: within a row), the border uplinks left out (one end is
+    the site's): what to pull along each row and across the aisle."""
+    rack_row = {r.name: r.row for r in layout.racks}
+    row_of = {d.name: rack_row[d.rack] for d in layout.devices if d.rack}
+    rows = sorted(set(rack_row.values()))
+    at = {r: i for i, r in enumerate(rows)}
+    counts = [[0] * len(rows) for _ in rows]
+    for lk in layout.links:
+        a, b = sorted((at[row_of[lk.a_device]], at[row_of[lk.b_device]]))
+        counts[a][b] += 1
+    return [row_letters(r) for r in rows], counts
 
 
 def _cached_escape():
@@ -118,6 +159,9 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
             geometry.fabric_diagram(layout, "compute", "Compute fabric"),
             geometry.fabric_diagram(layout, "storage", "Storage fabric"),
             geometry.fabric_diagram(layout, "inband", "In-band management", su_links=False),
+            geometry.fabric_diagram(layout, "oob", "Out-of-band management", su_links=False,
+                                    level=geometry.OOB_LEVEL, default_level=0, by_su=False,
+                                    level_names={0: "managed devices"}),
         )
         if d
     ]
@@ -133,7 +177,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         cards=_cards(layout),
         tiers=tiers,
         cable_tiers=_cable_tiers(layout),
-        cables_total=len(layout.links),
+        cables_total=len(layout.links) + len(layout.border_links),
         sus=sus,
         diagrams=diagrams,
         floor=geometry.floor_plan(layout),
@@ -149,6 +193,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         racks_power=racks_power,
         spares=spec.spares_percent,
         bom=bom_lines(layout),
+        matrix=_cabling_matrix(layout),
     )
 
     su_template = _env.get_template("su.html.j2")
@@ -180,6 +225,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
         common, title="rack elevations", rows=sorted(rows.items()), units=units, role_colors=role_colors
     )
     schedules, counts = _schedules(layout)
+    port_maps = _port_maps(layout, cat)
     rack_template = _env.get_template("rack.html.j2")
     for r in layout.racks:
         devices = sorted(in_rack[r.name], key=lambda d: (-(d.rack_unit or 0), d.name))
@@ -193,6 +239,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
             devices=devices,
             cables=schedules[r.name],
             cable_count=counts[r.name],
+            port_maps=port_maps[r.name],
         )
     return files
 

@@ -58,6 +58,15 @@ class Edge:
     width: float
     title: str
     color: str = ""  # default: the stylesheet's grey
+    label: str = ""  # drawn on the line: its cable count and speed
+
+    @property
+    def label_at(self) -> tuple[float, float]:
+        """A third of the way up from the lower box (`b`): lines fanning into one upper box (`a`)
+        are furthest apart there."""
+        x1, y1 = self.a.x + self.a.w / 2, self.a.y + self.a.h
+        x2, y2 = self.b.x + self.b.w / 2, self.b.y
+        return round(x1 + (x2 - x1) * 2 / 3, 1), round(y1 + (y2 - y1) * 2 / 3 + 3, 1)
 
 
 @dataclass
@@ -87,6 +96,11 @@ def _group(d: Device) -> tuple[str, str, int]:
     return role, ROLE_LABEL.get(role, role), 0
 
 
+def _role_group(d: Device) -> tuple[str, str, int]:
+    """One box per role: the OOB network reaches every device, an 8k pod's SUs would be 150 boxes."""
+    return d.role, ROLE_LABEL.get(d.role, d.role), 0
+
+
 def _edge_width(cables: int) -> float:
     return round(0.8 + log2(cables), 2)
 
@@ -106,7 +120,34 @@ def _place(boxes: list[Box], levels: list[int]) -> tuple[float, float]:
     return width + MARGIN, 30 + len(levels) * LEVEL_H - (LEVEL_H - BOX_H) + 10
 
 
-def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True) -> Diagram | None:
+# The OOB network: every managed device at the bottom, the rack OOB switches, their aggregation.
+OOB_LEVEL = {"oob_switch": 1, "oob_aggregation": 2, "inband_core": 3}
+
+
+def _untangle(ordered: list[Box], levels: list[int], pairs) -> tuple[list[Box], tuple[float, float]]:
+    """Places the levels top-down, each box under the mean position of the boxes above it that it
+    is cabled to (ties keep their order): an SU's in-band leaves sit over that SU's nodes, so lines
+    do not cross the drawing."""
+    size = _place(ordered, levels)
+    above: dict[str, list[Box]] = {}
+    for ka, kb in pairs:
+        a, b = next(x for x in ordered if x.key == ka), next(x for x in ordered if x.key == kb)
+        if a.level != b.level:
+            low, high = (a, b) if a.level < b.level else (b, a)
+            above.setdefault(low.key, []).append(high)
+    for lv in sorted(levels, reverse=True)[1:]:
+        row = [b for b in ordered if b.level == lv]
+        centre = {b.key: (sum(u.x for u in above[b.key]) / len(above[b.key])) if b.key in above else b.x for b in row}
+        row.sort(key=lambda b: centre[b.key])
+        ordered = [b for b in ordered if b.level != lv] + row
+        ordered.sort(key=lambda b: b.level)  # stable: the row keeps its new order
+        size = _place(ordered, levels)
+    return ordered, size
+
+
+def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = True,
+                   level: dict[str, int] | None = None, default_level: int = 1,
+                   by_su: bool = True, level_names: dict[int, str] | None = None) -> Diagram | None:
     """One box per SU's nodes, SU's leaves, spine block, tier; one line per pair of boxes with
     cables between them, as wide as the log of their count: an 8k pod stays a few dozen boxes."""
     by_name = layout.by_name
@@ -120,11 +161,12 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         keys = []
         for name in (lk.a_device, lk.b_device):
             d = by_name[name]
-            key, label, order = _group(d)
+            key, label, order = _group(d) if by_su else _role_group(d)
             if key not in boxes:
                 href = f"su-{d.su:02d}.html" if su_links and d.su is not None and d.role != "ufm" else ""
                 color = ROLE_COLOR.get(d.role, "#999")
-                boxes[key] = Box(key, label, "", LEVEL.get(d.role, 1), color, href, (order, key))
+                boxes[key] = Box(key, label, "", (level or LEVEL).get(d.role, default_level), color, href,
+                                 (order, key))
             members.setdefault(key, Counter())[name] += 1
             keys.append(key)
         pair = tuple(sorted(keys))
@@ -141,8 +183,9 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         level_roles.setdefault(boxes[key].level, set()).update(roles)
     ordered = sorted(boxes.values(), key=lambda b: (b.level, b.order))
     levels = sorted({b.level for b in ordered})
-    width, height = _place(ordered, levels)
-    names = [(b.y + BOX_H / 2 + 4, " / ".join(sorted(ROLE_LABEL.get(r, r) for r in level_roles[b.level])))
+    ordered, (width, height) = _untangle(ordered, levels, pairs)
+    names = [(b.y + BOX_H / 2 + 4, (level_names or {}).get(b.level) or
+              " / ".join(sorted(ROLE_LABEL.get(r, r) for r in level_roles[b.level])))
              for b in {b.level: b for b in ordered}.values()]
     edges = []
     for (ka, kb), n in sorted(pairs.items()):
@@ -150,7 +193,8 @@ def fabric_diagram(layout: Layout, fabric: str, title: str, su_links: bool = Tru
         if a.level < b.level:
             a, b = b, a
         speed = "/".join(f"{s}G" for s in sorted(speeds[(ka, kb)]))
-        edges.append(Edge(a, b, n, _edge_width(n), f"{a.label} – {b.label}: {n} cables, {speed}"))
+        edges.append(Edge(a, b, n, _edge_width(n), f"{a.label} – {b.label}: {n} cables, {speed}",
+                          label=f"{n} × {speed}"))
     return Diagram(title, round(width, 1), height, ordered, edges, names)
 
 
@@ -230,7 +274,29 @@ class Unit:
 U_H, ELEV_W, PDU_W = 12, 170, 14
 
 
-def elevation(layout_units: int, devices: list[Device]) -> tuple[list[Unit], list[Device], float]:
+@dataclass
+class PduBar:
+    """A zero-U PDU drawn beside the rails: feed A on the left, feed B on the right; the PDUs of
+    one feed share that side's height, one segment each (drawn at one place they hid each other)."""
+
+    device: Device
+    left: bool
+    y: float
+    h: float
+
+
+def pdu_bars(devices: list[Device], height: float) -> list[PduBar]:
+    sides: dict[bool, list[Device]] = {True: [], False: []}
+    for d in devices:  # racks.add_pdus names them <rack>-pdu-a<i> / -pdu-b<i>
+        sides["-pdu-b" not in d.name].append(d)
+    bars = []
+    for left, pdus in sides.items():
+        seg = (height - 8) / max(len(pdus), 1)
+        bars += [PduBar(d, left, 4 + i * seg, seg - (2 if len(pdus) > 1 else 0)) for i, d in enumerate(pdus)]
+    return bars
+
+
+def elevation(layout_units: int, devices: list[Device]) -> tuple[list[Unit], list[PduBar], float]:
     """Devices at their units (U1 at the bottom), zero-U PDUs beside the rails."""
     height = layout_units * U_H
     units = [
@@ -238,5 +304,4 @@ def elevation(layout_units: int, devices: list[Device]) -> tuple[list[Unit], lis
         for d in devices
         if d.rack_unit
     ]
-    pdus = [d for d in devices if not d.rack_unit]
-    return units, pdus, height
+    return units, pdu_bars([d for d in devices if not d.rack_unit], height), height

@@ -10,11 +10,18 @@ from topology import catalog
 from topology.model import Layout
 from topology.render.switches.build import iter_intents
 from topology.render.switches.frr import render_frr
+from topology.render.switches.intent import SwitchIntent
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
 from topology.render.switches.sonic import port_map, render_config_db
 
 SUBDIR = "switches"
+
+
+def sonic_frr_conf(sw: SwitchIntent, model: catalog.SwitchModel | None = None) -> str:
+    """A SONiC switch's frr.conf: FRR names SONiC's ports (EthernetN, from the platform), not the plan's."""
+    model = model or catalog.load().switches[sw.model]
+    return render_frr(sw, port_map(sw, model).name_of)
 
 
 def render_switch_configs(layout: Layout, out_dir: Path) -> dict[Path, str]:
@@ -29,7 +36,7 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
         model = cat.switches[sw.model]
         if sw.os == "sonic":
             yield base / sw.name / "config_db.json", render_config_db(sw, model)
-            yield base / sw.name / "frr.conf", render_frr(sw, port_map(sw, model).name_of)
+            yield base / sw.name / "frr.conf", sonic_frr_conf(sw, model)
         else:
             yield base / sw.name / "startup.yaml", render_nvue(sw)
     if layout.spec.compute_fabric.kind == "infiniband":

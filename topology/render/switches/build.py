@@ -10,7 +10,7 @@ import netaddr
 from topology import catalog
 from topology.ipam import OOB_VLAN
 from topology.model import Address, Device, Layout, Link
-from topology.render.switches import pairing, sections
+from topology.render.switches import inband_routing, pairing, sections
 from topology.render.switches.intent import Qos, Services, SwitchIntent
 from topology.render.switches.qos import ROCE_QOS, STORAGE_QOS
 from topology.render.telemetry import GNMI_PORT
@@ -119,22 +119,40 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
+        pair = None
+        if fabric == "inband" and d.name in partner:
+            peer = by_name[partner[d.name]]
+            theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
+            pair = pairing.pairing(spec.management.inband.pairing, d, peer, data_links, own, theirs, model.mgmt_port)
         # the OOB network's sessions (topology/oob_routing.py): its switches, and the in-band
-        # switches its uplinks reach; the site's: the in-band cores (topology/border.py)
+        # switches its uplinks reach; the site's: the in-band cores (topology/border.py); the
+        # in-band network's own: its routed /31s and the pairs' peer links (topology/inband_routing.py)
         oob_nbrs = sections.oob_neighbors(d.name, data_links, by_end, asn) if fabric in ("oob", "inband") else ()
         site_nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn) \
             if d.role == "inband_core" else ()
+        inband_nbrs = ()
+        if fabric == "inband" and d.name in asn:
+            inband_nbrs = inband_routing.uplink_neighbors(d.name, data_links, by_end, asn) + \
+                inband_routing.peer_link_neighbor(pair, asn[d.name], asn)
         if site_nbrs:
-            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections._port_key(n.interface)))
-            bgp = sections.border_bgp(asn[d.name], own, nbrs, (spec.addressing.inband, spec.addressing.oob),
-                                      tuple(spec.addressing.site_routes))
+            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections._port_key(n.interface))) + inband_nbrs
+            summaries = (spec.addressing.inband, spec.addressing.oob)
+            bgp = sections.border_bgp(asn[d.name], own, nbrs, summaries, tuple(spec.addressing.site_routes),
+                                      announce=site_announce(spec))
         elif oob_nbrs:  # no switch with OOB sessions has a fabric's ASN
-            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs)
+            bgp = sections.oob_bgp(asn[d.name], own, oob_nbrs + inband_nbrs,
+                                   sections.fixed_router_id(d.name, own, data_links))
+        elif d.role == "inband_spine" and d.name in asn:
+            bgp = inband_routing.spine_bgp(asn[d.name], own, inband_nbrs)
         elif d.name in asn:
             subnets = _host_subnets(own, gateways, d)
             aggs = sections.aggregates(subnets, host_space)
             nbrs = sections.neighbors(d.name, data_links, by_end, asn, unnumbered)
+            if fabric == "inband":  # the routed uplinks are among `nbrs` already; add the peer link's
+                nbrs += inband_routing.peer_link_neighbor(pair, asn[d.name], asn)
             bgp = sections.bgp(asn[d.name], sections.loopback(own).split("/")[0], nbrs, subnets, aggs, unnumbered)
+            if not bgp.router_id:  # a routed in-band switch without a loopback (not storage_converged)
+                bgp = replace(bgp, router_id=inband_routing.router_id(own))
         vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
         svis = sections.gateway_svis(gateways)
         oob_svi = f"vlan{OOB_VLAN}"
@@ -142,7 +160,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             gw = own.get(f"{oob_svi}-v0")
             svis += (sections.Svi(OOB_VLAN, own[oob_svi].address, gw.address if gw else "",
                                   pairing.vrr_mac(d.slot) if gw else ""),)
-        bonds, pair = (), None
+        bonds = ()
         if fabric == "inband":
             bonds = pairing.bonds(d.name, data_links, by_name, spec.nodes_per_su)
             members = {m for b in bonds for m in b.members}
@@ -152,11 +170,6 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
                 vlans = sorted(set(vlans) | {gw.vlan})
             if d.role == "inband_core" or d.su is None:
                 bonds = pairing.subnet_vlans(bonds, own, layout.addresses_by_device)
-            if d.name in partner:
-                peer = by_name[partner[d.name]]
-                theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
-                mode = spec.management.inband.pairing
-                pair = pairing.pairing(mode, d, peer, data_links, own, theirs, model.mgmt_port)
             if spec.switch_services.host_bond_edge:
                 bonds = tuple(replace(b, edge=True) for b in bonds)
         yield SwitchIntent(
@@ -186,6 +199,12 @@ def _fabric_qos(spec, fabric: str) -> Qos | None:
     if fabric == "compute":
         return ROCE_QOS if spec.compute_fabric.kind == "roce" else None
     return STORAGE_QOS[spec.storage_fabric.qos] if fabric == "storage" else None
+
+
+def site_announce(spec) -> tuple[str, ...]:
+    """The summaries the cores may announce to the site: the in-band pool (the mgmt nodes' and every
+    node's in-band subnet), and the OOB pool (every BMC) only where management.oob.announce_to_site."""
+    return (spec.addressing.inband,) + ((spec.addressing.oob,) if spec.management.oob.announce_to_site else ())
 
 
 def _services(ss) -> Services:

@@ -7,14 +7,12 @@ learns them through zebra, so this file holds routing only and works on any port
 from __future__ import annotations
 
 from topology.render.files import GENERATED
-from topology.render.switches.intent import BorderPolicy, SwitchIntent
+from topology.render.switches.intent import Bfd, BorderPolicy, SwitchIntent
 
 # the in-band cores' border policy (topology/border.py): names shared with the NVUE renderer
 SITE_IN, POD_OUT, BORDER_IN, BORDER_OUT = "SITE-IN", "POD-OUT", "BORDER-IN", "BORDER-OUT"
-BFD_PROFILE = "fabric"  # the BFD timers of the pod's own sessions (the NVUE renderer's name too)
-# switch_services.bgp_graceful_restart -> FRR's global command (helper-only is per peer: FRR has no
-# global helper-only line, and its default may differ per release, so it is written out)
-GRACEFUL_RESTART = {"full": " bgp graceful-restart", "off": " bgp graceful-restart-disable"}
+# switch_services.bgp_graceful_restart -> bgpd's lines (FRR's default is helper-only)
+GRACEFUL_RESTART = {"full": [" bgp graceful-restart"], "helper-only": [], "off": [" bgp graceful-restart-disable"]}
 
 
 def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
@@ -31,9 +29,14 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     b = sw.bgp
     if b is None:
         return "\n".join(lines) + "\n"
+    # switch_services of the spec: BFD on the pod's own sessions, BGP graceful restart
+    bfd = Bfd(interval_ms=sw.services.bfd[0], detect_multiplier=sw.services.bfd[1]) if sw.services.bfd else None
+    if bfd:
+        lines += _bfd_profile(bfd)
     if b.unnumbered:
         for n in b.neighbors:
-            lines += [f"interface {port_name(n.interface)}", " ipv6 nd ra-interval 10", " no ipv6 nd suppress-ra", "!"]
+            lines += [f"interface {port_name(n.interface)}", " ipv6 nd ra-interval 10", " no ipv6 nd suppress-ra",
+                      "exit", "!"]
     lines += [
         f"router bgp {b.asn}",
         f" bgp router-id {b.router_id}",
@@ -41,32 +44,30 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
         " no bgp ebgp-requires-policy",
         " no bgp default ipv4-unicast",
     ]
-    gr = sw.services.graceful_restart
-    if gr in GRACEFUL_RESTART:
-        lines.append(GRACEFUL_RESTART[gr])
+    lines += GRACEFUL_RESTART[sw.services.graceful_restart]
     lines.append(" neighbor FABRIC peer-group")
     lines.append(" neighbor FABRIC timers 3 9")
     lines.append(" neighbor FABRIC advertisement-interval 0")
-    if gr == "helper-only":
-        lines.append(" neighbor FABRIC graceful-restart-helper")
+    if b.unnumbered:  # a session option, not an address family's: IPv4 routes over the IPv6 LLA session
+        lines.append(" neighbor FABRIC capability extended-nexthop")
     for n in b.neighbors:
-        if b.unnumbered:
-            lines.append(f" neighbor {port_name(n.interface)} interface peer-group FABRIC")
-            lines.append(f" neighbor {port_name(n.interface)} remote-as {n.remote_as}")
-            lines.append(f" neighbor {port_name(n.interface)} description {n.peer}")
+        peer = port_name(n.interface) if b.unnumbered else n.address
+        if n.next_hop_self and not b.unnumbered:  # iBGP across a peer link: FRR keeps a peer group all
+            lines.append(f" neighbor {peer} remote-as {n.remote_as}")  # external or all internal
+            lines.append(f" neighbor {peer} timers 3 9")
         else:
-            lines.append(f" neighbor {n.address} peer-group FABRIC")
-            lines.append(f" neighbor {n.address} remote-as {n.remote_as}")
-            lines.append(f" neighbor {n.address} description {n.peer}")
-        if sw.services.bfd and not n.site:  # the pod's own sessions; the site's routers may not run BFD
-            lines.append(f" neighbor {port_name(n.interface) if b.unnumbered else n.address} bfd profile {BFD_PROFILE}")
+            lines.append(f" neighbor {peer} {'interface ' if b.unnumbered else ''}peer-group FABRIC")
+            lines.append(f" neighbor {peer} remote-as {n.remote_as}")
+        lines.append(f" neighbor {peer} description {n.peer}")
+        if bfd and not n.site:
+            lines.append(f" neighbor {peer} bfd profile {bfd.profile}")
     lines.append(" !")
     lines.append(" address-family ipv4 unicast")
     lines += [f"  network {net}" for net in b.networks]
     lines += [f"  aggregate-address {agg} summary-only" for agg in b.aggregates]
     lines.append("  neighbor FABRIC activate")
-    if b.unnumbered:
-        lines.append("  neighbor FABRIC capability extended-nexthop")
+    for n in (n for n in b.neighbors if n.next_hop_self and not b.unnumbered):
+        lines += [f"  neighbor {n.address} activate", f"  neighbor {n.address} next-hop-self"]
     if b.border:
         for n in (n for n in b.neighbors if n.site):
             peer = port_name(n.interface) if b.unnumbered else n.address
@@ -75,11 +76,20 @@ def render_frr(sw: SwitchIntent, port_name=lambda name: name) -> str:
     lines += [" exit-address-family", "exit", "!"]
     if b.border:
         lines += _border_policy(b.border)
-    if sw.services.bfd and any(not n.site for n in b.neighbors):
-        interval, multiplier = sw.services.bfd
-        lines += ["bfd", f" profile {BFD_PROFILE}", f"  receive-interval {interval}",
-                  f"  transmit-interval {interval}", f"  detect-multiplier {multiplier}", " exit", "exit", "!"]
     return "\n".join(lines) + "\n"
+
+
+def _bfd_profile(bfd: Bfd) -> list[str]:
+    return [
+        "bfd",
+        f" profile {bfd.profile}",
+        f"  detect-multiplier {bfd.detect_multiplier}",
+        f"  receive-interval {bfd.interval_ms}",
+        f"  transmit-interval {bfd.interval_ms}",
+        " exit",
+        "exit",
+        "!",
+    ]
 
 
 def _border_policy(policy: BorderPolicy) -> list[str]:

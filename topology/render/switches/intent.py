@@ -72,6 +72,7 @@ class Neighbor:
     address: str  # peer's address ("" for unnumbered: the session runs over the port's IPv6 LLA)
     remote_as: int | str  # a planned ASN, or "external" (the site's border when addressing.border_asn is unset)
     site: bool = False  # a session to the site's border routers: the border policy applies to it
+    next_hop_self: bool = False  # iBGP across a pair's peer link: the partner's uplink next hops are not ours
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,6 +81,17 @@ class BorderPolicy:
 
     accept: tuple[str, ...]  # taken in: the site's default route (addressing.site_routes)
     announce: tuple[str, ...]  # let out: the pod's management summaries, nothing learned from the site
+
+
+@dataclass(frozen=True, slots=True)
+class Bfd:
+    """Failure detection on the sessions between planned switches, below BGP's 9 s hold time
+    (FRR's and Cumulus's default timers: 300 ms x 3); not on the site's sessions, whose routers
+    the pod does not configure."""
+
+    profile: str = "FABRIC"
+    detect_multiplier: int = 3
+    interval_ms: int = 300  # transmit and receive
 
 
 @dataclass(frozen=True, slots=True)

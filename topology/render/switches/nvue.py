@@ -7,7 +7,7 @@ import re
 from dataclasses import dataclass
 
 from topology.render.files import GENERATED
-from topology.render.switches.frr import BFD_PROFILE, BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
+from topology.render.switches.frr import BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
 from topology.render.switches.intent import BorderPolicy, Port, Qos, SwitchIntent
 from topology.spec import CUMULUS_RELEASES
 
@@ -34,6 +34,7 @@ class Dialect:
 ENABLE_ON = Dialect(ip="ip", switch="enable", on="on", vrf_on_interface=False, vrr_state="state", bfd_profiles=False)
 STATE_ENABLED = Dialect(ip="ipv4", switch="state", on="enabled", vrf_on_interface=True, vrr_state="vrr-state",
                         bfd_profiles=True)
+BFD_PROFILE = "fabric"
 _STATE_SINCE = (5, 15)
 
 
@@ -160,6 +161,8 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
                 "ipv4-unicast": {"policy": policy}}
+        if n.next_hop_self:  # iBGP across a pair's peer link (topology/inband_routing.py)
+            neighbors[n.address]["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
     ipv4 = {
         **d.enabled(),
         "multipaths": {"ebgp": b.max_paths},

@@ -12,6 +12,7 @@ import netaddr
 from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
+from topology.mgmt_net import TIER as MGMT_UPLINK
 from topology.model import Address, Link
 from topology.oob_routing import TIERS as OOB_TIERS
 from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
@@ -258,17 +259,18 @@ def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn:
 
 
 def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], summaries: tuple[str, ...],
-               site_routes: tuple[str, ...] = ("0.0.0.0/0",)) -> Bgp:
+               site_routes: tuple[str, ...] = ("0.0.0.0/0",), announce: tuple[str, ...] | None = None) -> Bgp:
     """Originates the management subnets this core holds (its in-band SVIs, its OOB /31s) and
     announces the pod's management pools to the site as summaries (NVIDIA's north-south design:
     aggregate summary routes toward the edge), nothing else; takes in only `site_routes` (the
     site's default route), on its site sessions only (`nbrs` may hold its OOB sessions too);
-    router-id: its first border address."""
+    router-id: its first border address. `announce`: the summaries the site may see (default all)."""
     held = sorted({a.network for a in own.values() if not a.interface.endswith("-v0") and (
         a.pool == "inband" or _oob_p2p(a))}, key=network_key)  # not eth0's rack subnet: that is the mgmt VRF's
     router_id = min((a.address.split("/")[0] for a in own.values() if a.pool == "border"), key=address_key)
     aggregates = summaries if held else ()
-    return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), aggregates))
+    out = aggregates if announce is None else tuple(a for a in aggregates if a in announce)
+    return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), out))
 
 
 def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
@@ -282,11 +284,26 @@ def oob_neighbors(
     return neighbors(device, [lk for lk in links if lk.tier in OOB_TIERS], addresses, asn, unnumbered=False)
 
 
-def oob_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...]) -> Bgp:
+def oob_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], router_id: str) -> Bgp:
     """A rack OOB switch originates its rack subnet, the upstream of the aggregation uplinks the
     in-band subnets it holds (the mgmt nodes' among them), an aggregation switch nothing of its
-    own; no loopback, so the router-id is the lowest of its routed addresses."""
+    own; no loopback: `router_id` is fixed_router_id's."""
     svis = [a for a in own.values() if a.interface.startswith("vlan") and not a.interface.endswith("-v0")]
     held = sorted({a.network for a in svis if a.pool in ("oob", "inband")}, key=network_key)
-    routed = [a.address.split("/")[0] for a in (*svis, *filter(_oob_p2p, own.values()))]
-    return Bgp(asn, min(routed, key=address_key), nbrs, tuple(held), ())
+    return Bgp(asn, router_id, nbrs, tuple(held), ())
+
+
+def fixed_router_id(device: str, own: dict[str, Address], links: list[Link]) -> str:
+    """A router-id from the switch's own position, for a switch without a loopback: its own SVI
+    address (a rack OOB switch's place in its rack subnet, an in-band switch's in its subnet),
+    else its first OOB uplink's /31 (an aggregation switch's uplinks are cut by its ordinal).
+    Never the lowest routed address: a new rack's /31 can undercut it, and a changed router-id
+    resets every session of a running switch during an expansion."""
+    svis = sorted((a for a in own.values() if a.interface.startswith("vlan") and not a.interface.endswith("-v0")
+                   and a.pool in ("oob", "inband")), key=lambda a: int(a.interface.removeprefix("vlan")))
+    if svis:
+        return svis[0].address.split("/")[0]
+    uplinks = sorted((lk for lk in links if lk.tier == MGMT_UPLINK and lk.a_device == device), key=lambda lk: lk.slot)
+    if uplinks and uplinks[0].a_port in own:
+        return own[uplinks[0].a_port].address.split("/")[0]
+    raise ValueError(f"{device}: no SVI and no OOB uplink to take a fixed router-id from")

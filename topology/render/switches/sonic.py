@@ -228,7 +228,9 @@ def services(sw: SwitchIntent) -> dict:
 
 
 def _local(sw: SwitchIntent, port: str) -> str:
-    return next(p.address.split("/")[0] for p in sw.ports if p.name == port)
+    """The session's own address: its port's, or (a pair's peer-link session on vlan10) the SVI's."""
+    svis = {f"vlan{s.vlan}": s.address for s in sw.svis}
+    return next((p.address for p in sw.ports if p.name == port), svis.get(port, "")).split("/")[0]
 
 
 # SONiC's Mellanox qos.json.j2 schedulers (DWRR 14 for the lossy queues, 15 for the lossless

@@ -39,6 +39,7 @@ options:
 RETURN = r"""
 drift: {description: 'What differs: [{what, kind, detail}], what is a path, a unit, a module or a read.', type: list}
 checked: {description: Entries compared., type: int}
+node_check: {description: The record holds node_check's verdict (the playbook runs the role now)., type: bool}
 unverifiable: {description: "Results the record keeps in no form this check replays: [{what, task}].", type: list}
 """
 
@@ -308,14 +309,20 @@ def main() -> None:
     if entries is None:
         module.fail_json(msg="no record of this host: `superpod apply` has not run on it from this control node "
                              "(or its runs folder); run it, or use `superpod drift` (the full check)")
+    refused = next((e["refused"] for e in entries if "refused" in e), None)
+    if refused:  # the controller would not let this record decide (topology/operate/trusted_record.py)
+        module.fail_json(msg=f"record not trusted, the host runs in full: {refused}")
     drift, unverifiable = [], []
+    checks = [e for e in entries if "node_check" in e]  # run by the playbook (the role, from today's tree)
+    entries = [e for e in entries if "node_check" not in e]
     for e in entries:
         if "unverifiable" in e:
             unverifiable.append({"what": e["unverifiable"], "task": e.get("task", "")})
             continue
         found = _drift(module, e, module.params["facts"])
         drift += [{"what": _what(e), "kind": kind, "detail": detail} for kind, detail in found]
-    module.exit_json(changed=False, drift=drift, checked=len(entries) - len(unverifiable), unverifiable=unverifiable)
+    module.exit_json(changed=False, drift=drift, checked=len(entries) - len(unverifiable), unverifiable=unverifiable,
+                     node_check=bool(checks))
 
 
 if __name__ == "__main__":

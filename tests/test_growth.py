@@ -1,0 +1,76 @@
+"""Growth never moves installed gear without saying so (issue 37): adding a scalable unit within
+max_scalable_units moves nothing; adding storage servers re-packs the pod-wide racks, so `plan`
+refuses, names the spec field and what would move, and writes nothing, unless --allow-moves."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from tests.conftest import ROOT, spec_with, stack_spec
+from topology.build import build
+from topology.cli import app
+from topology.growth import changed_fields, moves
+from topology.render.layout_json import layout_json
+
+runner = CliRunner()
+
+
+def spec_file(tmp_path, name, **changes):
+    spec = yaml.safe_load((ROOT / "Pulumi.lab.yaml").read_text())["config"]["superpod:pod"]
+    for k, v in changes.items():
+        spec[k] = {**spec[k], **v} if isinstance(v, dict) else v
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.mark.parametrize("stack", ["lab", "roce-1k"])
+def test_an_su_within_max_scalable_units_moves_nothing(stack):
+    base = stack_spec(stack)
+    end = base.max_su + 1
+    small = build(spec_with(stack, max_scalable_units=end))
+    grown = build(spec_with(stack, scalable_units=base.scalable_units + 1, max_scalable_units=end))
+    assert len(grown.devices) > len(small.devices)
+    assert moves(json.loads(layout_json(small)), grown) == []
+
+
+def test_more_storage_servers_is_refused_naming_the_field_and_writes_nothing(tmp_path):
+    out = tmp_path / "out"
+    first = spec_file(tmp_path, "first")
+    assert runner.invoke(app, ["plan", "--spec", str(first), "--out", str(out)]).exit_code == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    n = stack_spec("lab").storage_fabric.storage_servers
+    grown = spec_file(tmp_path, "grown", storage_fabric={"storage_servers": n + 8})
+    refused = runner.invoke(app, ["plan", "--spec", str(grown), "--out", str(out)])
+    assert refused.exit_code == 2
+    assert "error: storage_fabric.storage_servers: moves gear the plan in" in refused.output
+    # what moved is read from the two layouts, not from the message's own words
+    expected = moves(json.loads(before[out / "layout.json"]), build(yaml_spec(grown)))
+    assert expected and f"({len(expected)}: {expected[0]}" in refused.output
+    assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    allowed = runner.invoke(app, ["plan", "--spec", str(grown), "--out", str(out), "--allow-moves"])
+    assert allowed.exit_code == 0, allowed.output
+
+
+def test_growth_refusal_under_json_is_json(tmp_path):
+    out = tmp_path / "out"
+    assert runner.invoke(app, ["plan", "--spec", str(spec_file(tmp_path, "a")), "--out", str(out)]).exit_code == 0
+    grown = spec_file(tmp_path, "b", storage_fabric={"storage_servers": 16})
+    result = runner.invoke(app, ["plan", "--spec", str(grown), "--out", str(out), "--json"])
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert doc["ok"] is False and doc["errors"][0]["field"] == "storage_fabric.storage_servers"
+
+
+def test_changed_fields_are_dotted_paths():
+    assert changed_fields({"a": 1, "b": {"c": 2, "d": 3}}, {"a": 1, "b": {"c": 5, "d": 3}, "e": 0}) == ["b.c", "e"]
+
+
+def yaml_spec(path):
+    from topology.spec import load_spec_file
+
+    return load_spec_file(str(path))
