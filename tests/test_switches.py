@@ -111,10 +111,16 @@ def test_qos_equals_the_host_role_defaults():
     assert "pfc-watchdog" in cfg
 
 
-def test_lossless_qos_only_on_the_compute_fabric():
+def test_lossless_qos_only_on_the_rdma_fabrics():
+    """Compute (RoCE) and storage (GDS over RDMA, storage_fabric.qos default lossless); the
+    in-band and OOB networks carry no RDMA. tests/test_storage_qos.py has the storage ports."""
     for sw in build_intents(stack_layout("lab")):
-        assert (sw.qos is not None) == (sw.fabric == "compute")
-        assert all(p.lossless == (sw.fabric == "compute") for p in sw.ports)
+        rdma = sw.fabric in ("compute", "storage")
+        assert (sw.qos is not None) == rdma
+        if sw.fabric == "compute":
+            assert all(p.lossless for p in sw.ports)
+        elif not rdma:
+            assert not any(p.lossless for p in sw.ports)
 
 
 def test_mgmt_vrf_on_eth0_with_the_oob_address():

@@ -92,6 +92,12 @@ class StorageFabric(_Spec):
     server_model: str = "storage-server"
     min_spines: PositiveInt = 2
     switch_os: SwitchOs = "cumulus"
+    qos: Literal["lossless", "ecn", "none"] = Field(
+        "lossless",
+        description="RDMA QoS on the storage leaves and spines and the hosts' storage NICs: lossless (PFC and "
+        "ECN, the compute fabric's RoCE values: the seed's GDS over RDMA at 4:1), ecn (ECN marking, no pause), "
+        "none (TCP storage)",
+    )
     node_ports: Literal["dedicated", "inband_bond"] = Field(
         "dedicated",
         description="dedicated: port 1 of each dual-port card cabled to the SU's storage leaf (NVIDIA's SuperPOD); "

@@ -321,3 +321,27 @@ def test_inbox_driver_without_ecn_sysfs_is_reported_not_fatal(fake):
     assert any("rdma_cm tos" in c for c in report["changes"])  # the rest still applied
     rc, again, _ = run(fake)
     assert rc == 0 and again["changes"] == []
+
+
+def test_an_ecn_only_storage_nic_gets_ecn_and_tos_but_no_pfc(fake):
+    """storage_fabric.qos: ecn -> the storage NIC's entry carries pfc_priorities [] (the role's
+    template): PFC off on it, ECN and RDMA-CM ToS as on the rails."""
+    install_tool(fake, "mlnx_qos", FAKE_MLNX_QOS)
+    storage = {"storage": True, "netdev": RAILS[1]["netdev"], "hca": RAILS[1]["hca"], "pfc_priorities": []}
+    rc, report, _ = run(fake, config=dict(CONFIG, interfaces=[RAILS[0], storage]))
+    assert rc == 0, report
+    calls = tool_calls(fake)
+    assert "mlnx_qos -i enp24s0np0 --trust dscp --pfc 0,0,0,1,0,0,0,0" in calls
+    assert "mlnx_qos -i enp64s0np0 --trust dscp --pfc 0,0,0,0,0,0,0,0" in calls
+    for side in ("roce_np", "roce_rp"):
+        assert sysfs(fake, f"sys/class/net/enp64s0np0/ecn/{side}/enable/3") == "1"
+    assert sysfs(fake, "sys/kernel/config/rdma_cm/mlx5_3/ports/1/default_roce_tos") == "106"
+    assert "1 rail NIC(s), 1 storage NIC(s)" in report["message"]
+
+
+def test_a_missing_storage_nic_is_named_as_storage(fake):
+    install_tool(fake, "mlnx_qos", FAKE_MLNX_QOS)
+    storage = {"storage": True, "netdev": "enp41s0f0np0", "hca": "mlx5_8"}
+    rc, report, _ = run(fake, config=dict(CONFIG, interfaces=[RAILS[0], storage]))
+    assert rc == 1
+    assert "storage NIC: netdev enp41s0f0np0 not present" in report["errors"]

@@ -17,6 +17,8 @@ PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
 RAILS = [{"rail": 1, "gpu": 1, "hca": "mlx5_3", "netdev": "enp64s0np0"},
          {"rail": 0, "gpu": 0, "hca": "mlx5_0", "netdev": "enp24s0np0"}]
 BASE = {"superpod_fabric_kind": "roce", "rails": RAILS}
+# the inventory's storage NICs (topology/render/inventory.py HostNicVars) and storage_fabric.qos
+STORAGE = [{"netdev": "enp41s0f0np0", "hca": "mlx5_8", "address": "100.127.0.2/31", "gateway": "100.127.0.1"}]
 
 CASES = {
     "defaults": ({}, None),
@@ -29,6 +31,11 @@ CASES = {
     "tos_on_lossy_priority": ({"roce_qos_pfc_priorities": [4]}, "is DSCP 26, which maps\nto priority 3"),
     "duplicate_netdev": ({"rails": [RAILS[0], dict(RAILS[1], netdev="enp64s0np0")]}, "unique rail indices, netdevs"),
     "netdev_too_long": ({"rails": [dict(RAILS[0], netdev="enp64s0np0-way-too-long")]}, "at most\n15 characters"),
+    "storage_lossless": ({"superpod_storage_nics": STORAGE, "superpod_storage_qos": "lossless"}, None),
+    "storage_ecn": ({"superpod_storage_nics": STORAGE, "superpod_storage_qos": "ecn"}, None),
+    "storage_none": ({"superpod_storage_nics": STORAGE, "superpod_storage_qos": "none"}, None),
+    "storage_bad_mode": ({"superpod_storage_nics": STORAGE, "superpod_storage_qos": "pfc"},
+                         "roce_qos_storage_qos (pfc) must be lossless, ecn or none"),
 }
 
 
@@ -96,3 +103,21 @@ def test_families_are_not_copies():
     base = ROOT / "roles/roce_qos/vars"
     debian, rhel = (yaml.safe_load((base / f"{f}.yml").read_text()) for f in ("Debian", "RedHat-9"))
     assert debian["roce_qos_family_packages"] != rhel["roce_qos_family_packages"]
+
+
+@pytest.mark.parametrize("mode, pfc", [("lossless", None), ("ecn", []), ("none", "absent")])
+def test_storage_nics_follow_storage_fabric_qos(results, mode, pfc):
+    """lossless: the rails' settings; ecn: ECN and RDMA-CM ToS, no PFC; none: left alone."""
+    tmp, failures = results
+    assert f"storage_{mode}" not in failures, failures.get(f"storage_{mode}")
+    cfg = json.loads((tmp / f"storage_{mode}.json").read_text())
+    rails = [i for i in cfg["interfaces"] if "rail" in i]
+    storage = [i for i in cfg["interfaces"] if i.get("storage")]
+    assert [r["netdev"] for r in rails] == ["enp24s0np0", "enp64s0np0"]
+    if pfc == "absent":
+        assert storage == []
+        return
+    want = {"storage": True, "netdev": STORAGE[0]["netdev"], "hca": STORAGE[0]["hca"]}
+    if pfc is not None:
+        want["pfc_priorities"] = pfc
+    assert storage == [want]

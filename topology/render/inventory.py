@@ -340,6 +340,8 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_node_model": spec.node_model,
         # The storage pool: nodes reach storage servers on other leaves' subnets through their storage NICs.
         "superpod_storage_prefix": str(spec.addressing.storage),
+        # storage_fabric.qos: roles/roce_qos sets the storage NICs to what the storage switches run
+        "superpod_storage_qos": spec.storage_fabric.qos,
         # the in-band bond's resolvers and search domains (roles/host_network)
         "superpod_dns_servers": list(spec.dns.servers),
         "superpod_dns_search": list(spec.dns.search),

@@ -11,8 +11,8 @@ from topology import catalog
 from topology.ipam import OOB_VLAN
 from topology.model import Address, Device, Layout, Link
 from topology.render.switches import inband_routing, pairing, sections
-from topology.render.switches.intent import Services, SwitchIntent
-from topology.render.switches.qos import ROCE_QOS
+from topology.render.switches.intent import Qos, Services, SwitchIntent
+from topology.render.switches.qos import ROCE_QOS, STORAGE_QOS
 from topology.render.telemetry import GNMI_PORT
 
 FABRIC_OF_ROLE = {
@@ -95,7 +95,6 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
     by_end = {(a.device, a.interface): a for a in layout.addresses}
     asn = {a.device: a.asn for a in layout.asns}
     host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
-    roce = spec.compute_fabric.kind == "roce"
     by_name = {d.name: d for d in layout.devices}
     partner = _partners(layout.devices)
     services = _services(spec.switch_services)
@@ -114,9 +113,9 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             for lk in data_links
             if not (lk.tier == "device-oob" and lk.a_device == d.name and lk.a_port == model.mgmt_port)
         ]
-        port_list = sections.ports(
-            d.name, data_links, own, _access_vlans(d, data_links, own, layout), roce and fabric == "compute"
-        )
+        qos = _fabric_qos(spec, fabric)
+        qos_tiers = (sections.LOSSLESS_TIERS if fabric == "compute" else sections.STORAGE_RDMA_TIERS) if qos else ()
+        port_list = sections.ports(d.name, data_links, own, _access_vlans(d, data_links, own, layout), set(qos_tiers))
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
@@ -188,11 +187,18 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             svis=svis,
             bonds=bonds,
             pairing=pair,
-            qos=ROCE_QOS if roce and fabric == "compute" else None,
+            qos=qos,
             notes=_notes(d.role),
             services=services if bgp else replace(services, graceful_restart="off"),
             os_release=_os_release(spec, switch_os(spec, fabric)),
         )
+
+
+def _fabric_qos(spec, fabric: str) -> Qos | None:
+    """RDMA QoS of a fabric: lossless RoCE on a RoCE compute fabric; storage_fabric.qos on storage."""
+    if fabric == "compute":
+        return ROCE_QOS if spec.compute_fabric.kind == "roce" else None
+    return STORAGE_QOS[spec.storage_fabric.qos] if fabric == "storage" else None
 
 
 def site_announce(spec) -> tuple[str, ...]:

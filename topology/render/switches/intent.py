@@ -19,7 +19,7 @@ class Port:
     peer: str  # "device:port" at the cable's other end
     address: str = ""  # with prefix length; "" for L2 or unnumbered ports
     access_vlan: int | None = None  # L2 access port of a bridged subnet
-    lossless: bool = False  # RoCE lossless QoS (PFC, ECN, watchdog) applies here
+    lossless: bool = False  # the fabric's RDMA QoS applies here: ECN, and PFC + watchdog when its Qos has PFC
     mtu: int = JUMBO_MTU
     cable_m: float = 0.0  # the planned cable's stock length (lossless headroom depends on it)
 

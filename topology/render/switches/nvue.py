@@ -64,8 +64,9 @@ def _interfaces(sw: SwitchIntent, d: Dialect) -> dict:
         out[sw.mgmt.interface] = eth
     for b in sw.breakouts:
         out[b.cage] = {"type": "swp", "link": {"breakout": {f"{b.lanes}x": {}}}}
+    pfc = bool(sw.qos and sw.qos.pfc_priorities)  # the watchdog guards paused queues: none without PFC
     for p in sw.ports:
-        out[p.name] = _PortBlock(p, d.ip)
+        out[p.name] = _PortBlock(p, d.ip, pfc)
     out.update(_bonds(sw, d))
     for svi in sw.svis:
         ip: dict = {"address": {svi.address: {}}}
@@ -81,11 +82,12 @@ class _PortBlock:
     shape: type, description, link (mtu, speed, state up), then ip address, bridge access VLAN
     and the PFC watchdog where they apply."""
 
-    __slots__ = ("port", "ip")
+    __slots__ = ("port", "ip", "pfc")
 
-    def __init__(self, port: Port, ip: str):
+    def __init__(self, port: Port, ip: str, pfc: bool = True):
         self.port = port
         self.ip = ip  # the release's interface address key (ip / ipv4)
+        self.pfc = pfc  # the switch pauses its lossless ports (PFC): each gets the watchdog
 
     def write(self, pad: str, out: list[str]) -> None:
         p = self.port
@@ -97,7 +99,7 @@ class _PortBlock:
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")
-        if p.lossless:
+        if p.lossless and self.pfc:
             out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enable\n")
 
 
@@ -241,8 +243,9 @@ def _border_policy(p: BorderPolicy) -> dict:
 
 
 def _qos(q: Qos, d: Dialect) -> dict:
-    return {
-        "roce": {**d.enabled(), "mode": "lossless"},
+    out = {
+        # lossy: NVUE's RoCE with ECN and no PFC (storage_fabric.qos: ecn)
+        "roce": {**d.enabled(), "mode": "lossless" if q.pfc_priorities else "lossy"},
         "mapping": {
             "default-global": {
                 "trust": "l3",
@@ -272,6 +275,9 @@ def _qos(q: Qos, d: Dialect) -> dict:
         },
         "pfc-watchdog": {"polling-interval": q.pfcwd_detection_ms // 2, "robustness": 3},
     }
+    if not q.pfc_priorities:
+        del out["pfc"], out["pfc-watchdog"]
+    return out
 
 
 def render_nvue(sw: SwitchIntent) -> str:

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from topology.render.switches.intent import Qos
 
 # Host side (roles/roce_qos/defaults/main.yml): trust DSCP, RoCE DSCP 26 -> priority 3 with PFC
@@ -24,3 +26,7 @@ ROCE_QOS = Qos(
     pfcwd_restoration_ms=400,
     pfcwd_action="drop",
 )
+
+# ECN only (storage_fabric.qos: ecn): the same classes and marking, no PFC and so no watchdog
+ECN_QOS = replace(ROCE_QOS, pfc_priorities=())
+STORAGE_QOS = {"lossless": ROCE_QOS, "ecn": ECN_QOS, "none": None}  # storage_fabric.qos

@@ -18,6 +18,8 @@ from topology.oob_routing import TIERS as OOB_TIERS
 from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
 
 LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
+# the storage fabric's RDMA cables (GDS): nodes' and servers' storage ports, leaf-spine
+STORAGE_RDMA_TIERS = {"node-storage_leaf", "server-storage_leaf", "storage_leaf-storage_spine"}
 STORAGE_VLAN = 200
 INBAND_VLAN = 10
 
@@ -39,7 +41,8 @@ def _oob_p2p(addr: Address) -> bool:
 
 
 def ports(
-    device: str, links: list[Link], addresses: dict[str, Address], access_vlan: dict[str, int], roce: bool
+    device: str, links: list[Link], addresses: dict[str, Address], access_vlan: dict[str, int],
+    qos_tiers: frozenset[str] | set[str] = frozenset(),
 ) -> tuple[Port, ...]:
     """One port per planned cable end, with its planned address (routed) or access VLAN (bridged)."""
     out = []
@@ -54,7 +57,7 @@ def ports(
                 address=addr.address if addr and (addr.pool in ("rails", "fabric_p2p", "border") or _oob_p2p(addr))
                 else "",
                 access_vlan=access_vlan.get(local),
-                lossless=roce and lk.tier in LOSSLESS_TIERS,
+                lossless=lk.tier in qos_tiers,
                 cable_m=lk.length_m,
             )
         )

@@ -113,7 +113,7 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
                 "type": SONIC_TYPE.get(sw.role, "ToRRouter"),
                 # split-unified: bgpd reads the one frr.conf the plan writes (split deletes it at start)
                 "docker_routing_config_mode": "split-unified",
-                "default_pfcwd_status": "enable" if sw.qos else "disable",
+                "default_pfcwd_status": "enable" if sw.qos and sw.qos.pfc_priorities else "disable",
             }
         },
         "BREAKOUT_CFG": {parent: {"brkout_mode": mode} for parent, mode in ports.breakout.items()},
@@ -164,6 +164,7 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
             for n in sw.bgp.neighbors
             if n.address and isinstance(n.remote_as, int)  # "external" (the site's border) lives in frr.conf only
         }
+    db.update(services(sw))
     if sw.qos:
         db.update(_qos(sw, ports, model))
         cables = {ports.name_of(p.name): p.cable_m for p in sw.ports}
@@ -178,13 +179,15 @@ MCLAG_DOMAIN_ID = "1"  # one domain per pair: each switch is in exactly one
 def _port_channels(sw: SwitchIntent, names: dict, db: dict) -> None:
     """Node bonds as PortChannels, MCLAG over the peer-link channel (SONiC has no EVPN-MH: an
     evpn_mh pair gets the PortChannels without the MCLAG tables)."""
-    channels = [(f"PortChannel{b.pair_id}", b.members, b.access_vlan) for b in sw.bonds]
+    channels = [(f"PortChannel{b.pair_id}", b.members, b.access_vlan, b.edge) for b in sw.bonds]
     pair = sw.pairing
     mclag = pair is not None and pair.mode == "mlag" and bool(pair.peer_link)
     if mclag:
-        channels.append((PEER_LINK_CHANNEL, pair.peer_link, None))
-    for name, members, vlan in channels:
+        channels.append((PEER_LINK_CHANNEL, pair.peer_link, None, False))
+    for name, members, vlan, edge in channels:
         db.setdefault("PORTCHANNEL", {})[name] = {"admin_status": "up", "mtu": "9216", "min_links": "1"}
+        if edge:  # SONiC's LACP fallback: Cumulus's lacp-bypass (PXE before the host runs LACP)
+            db["PORTCHANNEL"][name]["fallback"] = "true"
         for m in members:
             db.setdefault("PORTCHANNEL_MEMBER", {})[f"{name}|{names[m]}"] = {}
         if vlan is not None:
@@ -205,6 +208,23 @@ def _port_channels(sw: SwitchIntent, names: dict, db: dict) -> None:
             for svi in sw.svis
             if svi.address.split("/")[0] == pair.source_ip
         }
+
+
+def services(sw: SwitchIntent) -> dict:
+    """switch_services as SONiC's tables (sonic-ntp, sonic-dns, sonic-syslog, sonic-gnmi): the
+    servers through eth0's management VRF, the gNMI server where telemetry/gnmic.yml dials."""
+    sv, vrf = sw.services, ("mgmt" if sw.mgmt else "default")  # a rack OOB switch: its own network
+    out: dict = {}
+    if sv.ntp:
+        out["NTP"] = {"global": {"vrf": vrf}}
+        out["NTP_SERVER"] = {ip: {"association_type": "server", "iburst": "on"} for ip in sv.ntp}
+    if sv.dns:
+        out["DNS_NAMESERVER"] = {ip: {} for ip in sv.dns}
+    if sv.syslog:
+        out["SYSLOG_SERVER"] = {ip: {"port": "514", "vrf": vrf} for ip in sv.syslog}
+    if sv.gnmi_port is not None:
+        out["GNMI"] = {"gnmi": {"port": str(sv.gnmi_port), "vrf": vrf}}
+    return out
 
 
 def _local(sw: SwitchIntent, port: str) -> str:
@@ -253,27 +273,27 @@ def _qos(sw: SwitchIntent, ports: PortMap, model: SwitchModel) -> dict:
     }
     for _p, name in lossless:
         # the fields SONiC's Mellanox qos.json.j2 sets on every port, with the plan's priorities
-        out["PORT_QOS_MAP"][name] = {
-            "dscp_to_tc_map": QOS_MAP,
-            "tc_to_pg_map": QOS_MAP,
-            "tc_to_queue_map": QOS_MAP,
-            "pfc_to_queue_map": QOS_MAP,
-            "pfc_to_pg_map": QOS_MAP,
-            "pfc_enable": pfc,
-            "pfcwd_sw_enable": pfc,
-        }
+        out["PORT_QOS_MAP"][name] = {"dscp_to_tc_map": QOS_MAP, "tc_to_pg_map": QOS_MAP, "tc_to_queue_map": QOS_MAP}
+        if pfc:  # ECN-only ports (storage_fabric.qos: ecn) pause nothing
+            out["PORT_QOS_MAP"][name].update({"pfc_to_queue_map": QOS_MAP, "pfc_to_pg_map": QOS_MAP,
+                                              "pfc_enable": pfc, "pfcwd_sw_enable": pfc})
         for queue in SCHEDULED_QUEUES:
             row = {"scheduler": "scheduler.strict" if queue == cnp_tc
                    else "scheduler.1" if queue in q.pfc_priorities else "scheduler.0"}
             if queue in q.ecn_traffic_classes:
                 row["wred_profile"] = LOSSLESS_PROFILE
             out["QUEUE"][f"{name}|{queue}"] = row
-        out["PFC_WD"][name] = {
-            "action": q.pfcwd_action,
-            "detection_time": str(q.pfcwd_detection_ms),
-            "restoration_time": str(q.pfcwd_restoration_ms),
-        }
-    out["PFC_WD"]["GLOBAL"] = {"POLL_INTERVAL": str(q.pfcwd_detection_ms // 2)}
+        if pfc:
+            out["PFC_WD"][name] = {
+                "action": q.pfcwd_action,
+                "detection_time": str(q.pfcwd_detection_ms),
+                "restoration_time": str(q.pfcwd_restoration_ms),
+            }
+    if pfc:
+        out["PFC_WD"]["GLOBAL"] = {"POLL_INTERVAL": str(q.pfcwd_detection_ms // 2)}
+    else:  # no PFC: no pause maps, no watchdog
+        for table in ("PFC_WD", "MAP_PFC_PRIORITY_TO_QUEUE", "PFC_PRIORITY_TO_PRIORITY_GROUP_MAP"):
+            del out[table]
     return out
 
 

@@ -53,6 +53,11 @@ TABLE_MODULE = {
     "BUFFER_PORT_INGRESS_PROFILE_LIST": "sonic-buffer-port-ingress-profile-list",
     "BUFFER_PORT_EGRESS_PROFILE_LIST": "sonic-buffer-port-egress-profile-list",
     "CABLE_LENGTH": "sonic-cable-length",
+    "NTP": "sonic-ntp",
+    "NTP_SERVER": "sonic-ntp",
+    "DNS_NAMESERVER": "sonic-dns",
+    "SYSLOG_SERVER": "sonic-syslog",
+    "GNMI": "sonic-gnmi",
 }
 _KEY = re.compile(r"\bkey\s+[\"']?([^\"';]+)")
 _INT = re.compile(r"^u?int(8|16|32)$")  # RFC 7951: 64-bit integers are JSON strings
