@@ -30,6 +30,12 @@ def _planned_sessions(layout, unnumbered: bool) -> dict[str, set[str]]:
             name = port if unnumbered and compute else addr.get((peer, peer_port))
             if name:
                 out.setdefault(dev, set()).add(name)
+    # an MLAG pair's own session across its peer link, between the two switches' vlan10 addresses
+    svi = {a.device: a.address.split("/")[0] for a in layout.addresses if a.interface == "vlan10"}
+    for lk in layout.links:
+        if lk.tier == "inband-peer" and lk.a_device in asn and lk.b_device in asn:
+            out.setdefault(lk.a_device, set()).add(svi[lk.b_device])
+            out.setdefault(lk.b_device, set()).add(svi[lk.a_device])
     return out
 
 
