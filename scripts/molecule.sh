@@ -76,7 +76,13 @@ if (($#)); then
     else for f in roles/"$arg"/molecule/*/molecule.yml; do scenarios+=("$f"); done; fi
   done
 else
-  for f in roles/*/molecule/*/molecule.yml; do [[ -f $f ]] && scenarios+=("$f"); done
+  # The longest scenarios first (apt in several containers), so that none starts last and sets the
+  # total alone; then the rest in name order.
+  long_first=(roles/slurm/molecule/default/molecule.yml roles/acceptance/molecule/default/molecule.yml)
+  for f in "${long_first[@]}"; do [[ -f $f ]] && scenarios+=("$f"); done
+  for f in roles/*/molecule/*/molecule.yml; do
+    [[ -f $f && " ${long_first[*]} " != *" $f "* ]] && scenarios+=("$f")
+  done
 fi
 ((${#scenarios[@]})) || { log "no molecule scenarios found"; exit 0; }
 
