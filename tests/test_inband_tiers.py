@@ -93,3 +93,17 @@ def test_mlag_past_one_core_pair_takes_three_tiers():
         "inband-svc-a", "inband-svc-b"}
     _check_bond_pairs(layout)
     _check_gateways(layout)
+
+
+@pytest.mark.parametrize("asked", [5, 6])
+def test_a_core_minimum_the_fabric_cannot_honour_is_refused_not_ignored(asked):
+    # MLAG pairs two cores in two tiers; three tiers give one core per spine uplink (lab: 4): asking
+    # for more must name the field, never plan fewer cores than asked
+    with pytest.raises(SpecError) as e:
+        build(spec_with("lab", management={"inband": {"min_core_switches": asked}}))
+    assert e.value.field == "management.inband.min_core_switches" and f"at least {asked}" in e.value.rule
+
+
+def test_a_core_minimum_within_reach_is_honoured():
+    layout = build(spec_with("lab", management={"inband": {"min_core_switches": 3}}))
+    assert sum(d.role == "inband_core" for d in layout.devices) >= 3

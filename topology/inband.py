@@ -153,6 +153,14 @@ def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
             f"in-band fabric: {spec.max_su} SUs ({switches_max} in-band switches) exceed three tiers of "
             f"{core_key} at {up_speed}G (at most {most} SUs); choose a core_switch_model with more ports",
         )
+    if up * per_group < ib.min_core_switches:
+        raise SpecError(
+            "management.inband.min_core_switches",
+            f"asks for at least {ib.min_core_switches} in-band cores; this fabric takes {up * per_group} "
+            f"(MLAG pairs two cores in two tiers; three tiers have one core per in-band spine uplink: "
+            f"{up} x {per_group}): ask for at most {up * per_group}, or more uplinks_per_switch",
+        )
+
     def svc_fits(m: int) -> bool:
         return _fits(sw, speed, up_speed, sw.native_gbps, ceil(m * mgmt.inband_ports / SIDES), up, peer_links)
 
