@@ -329,7 +329,7 @@ def publish(
     limit: Annotated[int, typer.Option(help="changes listed per object type (0: all)")] = 0,
     workers: Annotated[int, typer.Option(help="concurrent bulk requests (interfaces, cables, addresses)")] = 4,
     timeout: Annotated[float, typer.Option(help="seconds a request may take (connect, read, write each)",
-                                           min=1, max=3600)] = 60.0,
+                                           min=1, max=3600)] = 300.0,
     json_out: Annotated[bool, typer.Option("--json", help="counts and every change as JSON on stdout")] = False,
     catalog: CatalogOpt = None,
 ) -> None:

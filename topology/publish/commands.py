@@ -61,7 +61,7 @@ def answers_checked() -> Iterator[None]:
 
 
 def publish_plan(layout: Layout, url: str, token_file: Path, console: Console, dry_run: bool, prune: bool,
-                 limit: int = 0, workers: int = 4, timeout: float = 60.0, as_json: bool = False) -> int:
+                 limit: int = 0, workers: int = 4, timeout: float = 300.0, as_json: bool = False) -> int:
     desired = desired_objects(layout)
     if as_json:  # progress lines to stderr, stdout holds only the JSON
         console = Console(stderr=True)

@@ -51,7 +51,7 @@ def read_token(path: Path) -> str:
 
 
 class Nautobot:
-    def __init__(self, url: str, token: str, timeout: float = 60.0, page: int = 1000, chunk: int = CHUNK,
+    def __init__(self, url: str, token: str, timeout: float = 300.0, page: int = 1000, chunk: int = CHUNK,
                  workers: int = 1):
         if not url.startswith(("http://", "https://")):
             raise SpecError("--nautobot", "must be an http:// or https:// URL")
