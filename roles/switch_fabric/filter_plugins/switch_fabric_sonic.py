@@ -66,6 +66,9 @@ def switch_fabric_sonic_change(running_text: str, planned: dict, patching: bool 
     apply-patch` takes) and why a reload is needed instead, if it is."""
     import jsonpatch  # the controller's (the `ansible` extra), as community.general.json_diff needs
 
+    # plain data first: jsonpatch deep-copies its inputs, and a deep copy of ansible-core 2.19's lazy
+    # template containers walks each value through the templar (py-spy: minutes per ConfigDB)
+    planned = json.loads(json.dumps(planned))
     running = {k: v for k, v in json.loads(running_text).items() if k in planned}
     return {"patch": jsonpatch.make_patch(running, planned).patch,
             "reload_why": switch_fabric_sonic_reload_reasons(running, planned) if patching
