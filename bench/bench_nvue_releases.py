@@ -17,7 +17,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml  # noqa: E402
 
 from tests.conftest import spec_with  # noqa: E402
-from topology.build import build  # noqa: E402
+from topology.layout.build import build  # noqa: E402
 from topology.render.switches.build import build_intents  # noqa: E402
 from topology.render.switches.nvue import render_nvue  # noqa: E402
 from topology.render.switches.nvue_model import check_startup  # noqa: E402

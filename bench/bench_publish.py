@@ -23,7 +23,7 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from topology.build import build
+from topology.layout.build import build
 from topology.publish.desired import desired_objects
 from topology.publish.nautobot import Nautobot, read_token
 from topology.publish.sync import kinds, sync

@@ -41,7 +41,7 @@ def bench_spec(label: str):
 
 def artifacts(spec) -> Iterator[tuple[str, bytes]]:
     """What `superpod plan --report --json` writes for the spec, as (relative path, bytes)."""
-    from topology.build import build
+    from topology.layout.build import build
     from topology.render.artifacts import iter_artifacts
     from topology.render.report import render_report
     from topology.render.summary import summary

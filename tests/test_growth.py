@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_spec
-from topology.build import build
 from topology.cli import app
-from topology.growth import changed_fields, moves
+from topology.layout.build import build
+from topology.layout.growth import changed_fields, moves
 from topology.render.layout_json import layout_json
 
 runner = CliRunner()

@@ -15,8 +15,8 @@ import yaml
 from netaddr.strategy.ipv4 import int_to_str
 
 from tests.conftest import STACKS, stack_layout
-from topology.cabling import CABLED_FIELDS
-from topology.model import Link
+from topology.layout.cabling import CABLED_FIELDS
+from topology.layout.model import Link
 from topology.render import inventory
 from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar

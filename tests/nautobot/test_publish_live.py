@@ -14,8 +14,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
 from topology.cli import app
+from topology.layout.build import build
 from topology.publish.desired import desired_objects
 from topology.publish.nautobot import Nautobot, read_token
 from topology.publish.sync import sync

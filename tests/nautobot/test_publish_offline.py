@@ -14,10 +14,10 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
 from topology.catalog import load as load_catalog
 from topology.cli import app
 from topology.errors import SpecError
+from topology.layout.build import build
 from topology.publish.desired import OWNER_TAG, desired_objects
 from topology.publish.nautobot import Nautobot, NautobotError, read_token
 from topology.publish.sync import sync

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from math import ceil
 
 from topology import catalog
-from topology.cabling import OPTICAL
-from topology.model import Layout
+from topology.layout.cabling import OPTICAL
+from topology.layout.model import Layout
 from topology.render.tables import _csv
 
 CATEGORY_ORDER = ("node", "switch", "server", "pdu", "cdu", "transceiver", "cable")

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topology.model import Layout, Link
+from topology.layout.model import Layout, Link
 from topology.render.tables import _csv
 
 TIER_CODE = {
@@ -38,7 +38,7 @@ TIER_CODE = {
 }
 
 
-@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per cable (topology/model.py)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per cable (topology/layout/model.py)
 class CableLabel:
     cable_id: str
     link: Link

@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.publish.desired import OWNER_TAG, ROLE_COLORS, Desired, desired_objects
 from topology.render.tables import _csv
 

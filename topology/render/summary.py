@@ -7,7 +7,7 @@ from math import gcd
 
 from rich.table import Table
 
-from topology.model import Layout
+from topology.layout.model import Layout
 
 
 def _ratio(down: int, up: int) -> str:

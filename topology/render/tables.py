@@ -8,7 +8,7 @@ import io
 import itertools
 import operator
 
-from topology.model import Layout
+from topology.layout.model import Layout
 
 
 def _csv(header: list[str], rows) -> str:

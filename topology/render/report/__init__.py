@@ -10,8 +10,8 @@ import jinja2
 import markupsafe
 
 from topology import catalog
-from topology.model import Layout
-from topology.names import natural_key, row_letters
+from topology.layout.model import Layout
+from topology.layout.names import natural_key, row_letters
 from topology.render.bom import bom_lines
 from topology.render.labels import cable_labels
 from topology.render.report import geometry

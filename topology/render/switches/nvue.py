@@ -161,7 +161,7 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
                 "ipv4-unicast": {"policy": policy}}
-        if n.next_hop_self:  # iBGP across a pair's peer link (topology/inband_routing.py)
+        if n.next_hop_self:  # iBGP across a pair's peer link (topology/layout/inband_routing.py)
             neighbors[n.address]["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
     ipv4 = {
         **d.enabled(),

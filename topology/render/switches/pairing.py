@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topology.ipam import INBAND_VLAN
-from topology.model import Address, Device, Link
+from topology.layout.ipam import INBAND_VLAN
+from topology.layout.model import Address, Device, Link
 from topology.render.switches.intent import Bond, Pairing, Svi
 from topology.render.switches.sections import _port_key, far_end
 
@@ -32,7 +32,7 @@ def bonds(device: str, links: list[Link], nodes: dict[str, Device], nodes_per_su
         if lk.tier in BOND_TIERS:
             local, peer, _ = far_end(lk, device)
             members.setdefault(peer, []).append(local)
-            # an appliance's link slot is its place after the mgmt nodes (topology/inband_services.py)
+            # an appliance's link slot is its place after the mgmt nodes (topology/layout/inband_services.py)
             ids[peer] = lk.slot + 1 if lk.tier == "service-inband" else bond_id(nodes[peer], nodes_per_su)
     out = [Bond(f"bond{ids[peer]}", tuple(ports), peer, ids[peer], INBAND_VLAN) for peer, ports in members.items()]
     return tuple(sorted(out, key=lambda b: b.pair_id))

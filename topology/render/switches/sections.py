@@ -12,9 +12,9 @@ import netaddr
 from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
-from topology.mgmt_net import TIER as MGMT_UPLINK
-from topology.model import Address, Link
-from topology.oob_routing import TIERS as OOB_TIERS
+from topology.layout.mgmt_net import TIER as MGMT_UPLINK
+from topology.layout.model import Address, Link
+from topology.layout.oob_routing import TIERS as OOB_TIERS
 from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
 
 LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
@@ -247,7 +247,7 @@ def bgp(
 
 
 def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn: int | None) -> tuple[Neighbor, ...]:
-    """The in-band cores' eBGP sessions to the site's border routers (topology/border.py): the
+    """The in-band cores' eBGP sessions to the site's border routers (topology/layout/border.py): the
     site's end of each /31 is the planned peer; without a site ASN, `remote-as external`."""
     out = []
     for lk in links:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from math import ceil
 
-from topology.border import ports_used, reserved_core_cages
 from topology.catalog import Catalog
 from topology.errors import SpecError
-from topology.inband import SIDES, size_inband, svc_name
-from topology.mgmt_net import _cages_used
-from topology.model import Device, Link
+from topology.layout.border import ports_used, reserved_core_cages
+from topology.layout.inband import SIDES, size_inband, svc_name
+from topology.layout.mgmt_net import _cages_used
+from topology.layout.model import Device, Link
 from topology.spec import PodSpec
 
 TIER = "service-inband"

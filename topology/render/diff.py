@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.slurm_changes import scheduler_changes
 from topology.render.switches.changes import switch_config_changes
 

@@ -14,9 +14,10 @@ from typing import Annotated, Literal
 import netaddr
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from topology import catalog, strict_yaml
+from topology import catalog
 from topology.errors import SpecError, SpecErrors
-from topology.spec_bounds import check_bounds
+from topology.spec import strict_yaml
+from topology.spec.bounds import check_bounds
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Ratio = Annotated[str, Field(pattern=r"^[1-9][0-9]*:[1-9][0-9]*$", description='down:up, e.g. "1:1"')]

@@ -2,18 +2,19 @@
 
 from __future__ import annotations
 
-from topology import catalog, ipam
-from topology.border import border_addresses, border_asns, border_cables, border_uplinks
-from topology.cabling import with_cables
-from topology.fabric import compute_fabric, names_for, size_compute, storage_fabric
-from topology.inband import inband_fabric
-from topology.inband_services import service_links
-from topology.mgmt_net import oob_uplinks
-from topology.model import Layout, Link
-from topology.oob_routing import upstream_asns
-from topology.racks import place_racks
+from topology import catalog
+from topology.layout import ipam
+from topology.layout.border import border_addresses, border_asns, border_cables, border_uplinks
+from topology.layout.cabling import with_cables
+from topology.layout.fabric import compute_fabric, names_for, size_compute, storage_fabric
+from topology.layout.inband import inband_fabric
+from topology.layout.inband_services import service_links
+from topology.layout.mgmt_net import oob_uplinks
+from topology.layout.model import Layout, Link
+from topology.layout.oob_routing import upstream_asns
+from topology.layout.racks import place_racks
+from topology.layout.storage_converged import storage_junction
 from topology.spec import PodSpec
-from topology.storage_converged import storage_junction
 
 
 def check_ports(links: list[Link]) -> None:

@@ -15,8 +15,8 @@ from math import ceil
 
 from topology.catalog import Catalog, SwitchModel
 from topology.errors import SpecError
-from topology.inband import SIDES, size_inband
-from topology.model import Device, Link
+from topology.layout.inband import SIDES, size_inband
+from topology.layout.model import Device, Link
 from topology.spec import PodSpec
 
 TIER = "oob-uplink"

@@ -14,7 +14,7 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from topology.errors import SpecError
-from topology.model import Layout
+from topology.layout.model import Layout
 
 SHOWN = 5  # moves named in the error; the count says how many more
 SPEC_FIRST = '{"spec":'  # layout.json starts with the spec it was planned from (render/layout_json.py)

@@ -1,4 +1,4 @@
-"""Compute and storage fabrics: spec in, devices and links out (in-band: topology/inband.py). Pure functions.
+"""Compute and storage fabrics: spec in, devices and links out (in-band: topology/layout/inband.py). Pure functions.
 
 Compute fabric: rail-optimized Clos. In each SU the NIC serving GPU i of every node goes
 to that SU's rail-i leaf. Leaves split their ports down/up by the oversubscription; every
@@ -17,8 +17,8 @@ from math import ceil, gcd
 from topology.catalog import Catalog, SwitchModel
 from topology.catalog import load as load_catalog
 from topology.errors import SpecError
-from topology.model import Device, Link, Tier
-from topology.names import Names, width
+from topology.layout.model import Device, Link, Tier
+from topology.layout.names import Names, width
 from topology.spec import PodSpec, ratio
 
 

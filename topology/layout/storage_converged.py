@@ -21,9 +21,9 @@ from math import ceil
 from topology.catalog import Catalog
 from topology.catalog import load as load_catalog
 from topology.errors import SpecError
-from topology.fabric import trunk_speed
-from topology.inband import size_inband
-from topology.model import Device, Link
+from topology.layout.fabric import trunk_speed
+from topology.layout.inband import size_inband
+from topology.layout.model import Device, Link
 from topology.spec import PodSpec, ratio
 
 TIER = "inband-storage_leaf"

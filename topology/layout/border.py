@@ -25,13 +25,13 @@ from math import ceil
 
 from netaddr.strategy.ipv4 import int_to_str
 
-from topology.cabling import end_of, parts, run_length, stock_length
 from topology.catalog import Catalog
 from topology.errors import SpecError
-from topology.inband import size_inband
-from topology.ipam import Pool
-from topology.mgmt_net import _cages_used
-from topology.model import Address, Asn, Device, Link, Rack
+from topology.layout.cabling import end_of, parts, run_length, stock_length
+from topology.layout.inband import size_inband
+from topology.layout.ipam import Pool
+from topology.layout.mgmt_net import _cages_used
+from topology.layout.model import Address, Asn, Device, Link, Rack
 from topology.spec import PodSpec
 
 TIER = "border"

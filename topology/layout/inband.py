@@ -21,9 +21,9 @@ from math import ceil, gcd
 
 from topology.catalog import Catalog, NodeModel, SwitchModel
 from topology.errors import SpecError
-from topology.fabric import _two_tier_spines, smallest_divisor_at_least, switch_speed, trunk_speed
-from topology.model import Device, Link, Tier
-from topology.names import Names
+from topology.layout.fabric import _two_tier_spines, smallest_divisor_at_least, switch_speed, trunk_speed
+from topology.layout.model import Device, Link, Tier
+from topology.layout.names import Names
 from topology.spec import PodSpec
 
 SIDES = 2  # a pair: the bond's two members land on different switches
@@ -143,7 +143,7 @@ def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
     spine_up = core_radix - spine_down
     switches_max = su_switches + SIDES
     blocks_max = ceil(switches_max / spine_down)
-    # each core keeps whole cages for its border uplinks (topology/border.py) beside the spines
+    # each core keeps whole cages for its border uplinks (topology/layout/border.py) beside the spines
     spine_ports = core_radix - ib.border_uplinks * core_sw.lanes[up_speed]
     per_group = smallest_divisor_at_least(spine_up, ceil(blocks_max * spine_up / max(spine_ports, 1)))
     if per_group is None:
