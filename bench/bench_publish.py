@@ -24,9 +24,9 @@ from collections import defaultdict
 from pathlib import Path
 
 from topology.layout.build import build
-from topology.publish.desired import desired_objects
 from topology.publish.nautobot import Nautobot, read_token
 from topology.publish.sync import kinds, sync
+from topology.render.dcim import desired_objects
 from topology.spec import load_stack_file, parse
 
 ROOT = Path(__file__).resolve().parents[1]

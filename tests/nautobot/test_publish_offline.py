@@ -18,9 +18,9 @@ from topology.catalog import load as load_catalog
 from topology.cli import app
 from topology.errors import SpecError
 from topology.layout.build import build
-from topology.publish.desired import OWNER_TAG, desired_objects
 from topology.publish.nautobot import Nautobot, NautobotError, read_token
 from topology.publish.sync import sync
+from topology.render.dcim import OWNER_TAG, desired_objects
 
 
 class FakeNautobot:

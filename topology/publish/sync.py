@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
-from topology.publish.desired import OWNER_TAG, ROLE_COLORS, Desired
 from topology.publish.nautobot import Nautobot
+from topology.render.dcim import OWNER_TAG, ROLE_COLORS, Desired
 
 ASN_FIELD = "superpod_asn"  # plain Nautobot has no ASN model: a device custom field holds it
 LOCATION_TYPE = "Site"
