@@ -20,8 +20,8 @@ from math import ceil
 
 from topology.catalog import Catalog
 from topology.catalog import load as load_catalog
+from topology.catalog.ports import trunk_speed
 from topology.errors import SpecError
-from topology.layout.fabric import trunk_speed
 from topology.layout.inband import size_inband
 from topology.layout.model import Device, Link
 from topology.spec import PodSpec, ratio
