@@ -41,23 +41,34 @@ def absolute(importer: str, is_package: bool, node: ast.ImportFrom) -> str:
 @cache
 def imports() -> list[Import]:
     """Every import of a topology module anywhere in a file (top level, in functions, under
-    TYPE_CHECKING): each is a dependency a reader has to follow."""
+    TYPE_CHECKING): each is a dependency a reader has to follow. A name read off an imported
+    module (`sections._port_key`) counts as a name imported from it."""
     known = modules()
     found = []
     for name, path in known.items():
         tree = ast.parse(path.read_text(), str(path))
+        bound: dict[str, str] = {}  # local name -> the topology module it stands for
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found += [Import(name, a.name, None, node.lineno) for a in node.names
-                          if a.name.split(".")[0] == "topology"]
+                for a in node.names:
+                    if a.name.split(".")[0] == "topology":
+                        found.append(Import(name, a.name, None, node.lineno))
+                        if a.asname:
+                            bound[a.asname] = a.name
             elif isinstance(node, ast.ImportFrom):
                 target = absolute(name, path.name == "__init__.py", node)
                 if target.split(".")[0] != "topology":
                     continue
                 for alias in node.names:
                     sub = f"{target}.{alias.name}"  # `from topology.render import switches` imports a module
-                    found.append(Import(name, sub, None, node.lineno) if sub in known
-                                 else Import(name, target, alias.name, node.lineno))
+                    if sub in known:
+                        found.append(Import(name, sub, None, node.lineno))
+                        bound[alias.asname or alias.name] = sub
+                    else:
+                        found.append(Import(name, target, alias.name, node.lineno))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in bound:
+                found.append(Import(name, bound[node.value.id], node.attr, node.lineno))
     return found
 
 

@@ -135,7 +135,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             inband_nbrs = inband_routing.uplink_neighbors(d.name, data_links, by_end, asn) + \
                 inband_routing.peer_link_neighbor(pair, asn[d.name], asn)
         if site_nbrs:
-            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections._port_key(n.interface))) + inband_nbrs
+            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections.port_key(n.interface))) + inband_nbrs
             summaries = (spec.addressing.inband, spec.addressing.oob)
             bgp = sections.border_bgp(asn[d.name], own, nbrs, summaries, tuple(spec.addressing.site_routes),
                                       announce=site_announce(spec))

@@ -12,7 +12,7 @@ from dataclasses import replace
 from topology.layout.ipam import INBAND_VLAN
 from topology.layout.model import Address, Device, Link
 from topology.render.switches.intent import Bond, Pairing, Svi
-from topology.render.switches.sections import _port_key, far_end
+from topology.render.switches.sections import far_end, port_key
 
 BOND_TIERS = ("node-inband", "mgmt-core", "service-inband")
 PRIORITY = (1000, 2000)  # side a is the MLAG primary / EVPN-MH designated forwarder
@@ -62,7 +62,7 @@ def pairing(
     mgmt_port: str,
 ) -> Pairing:
     """`own` / `theirs`: this switch's and the peer's planned addresses by interface."""
-    peer_ports = sorted((far_end(lk, device.name)[0] for lk in links if lk.tier == "inband-peer"), key=_port_key)
+    peer_ports = sorted((far_end(lk, device.name)[0] for lk in links if lk.tier == "inband-peer"), key=port_key)
     s = side(device)
     return Pairing(
         mode=mode,
