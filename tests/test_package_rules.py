@@ -57,3 +57,10 @@ def test_each_floor_imports_only_floors_below():
 def test_every_module_sits_on_a_floor():
     for name in modules():
         floor(name)
+
+
+def test_one_release_comparison():
+    # was three copies (spec, render/switches/nvue.py, bench): one home, numeric, so 5.10 > 5.9
+    from topology.spec import release_key
+
+    assert release_key("5.10") > release_key("5.9") > release_key("5.6")
