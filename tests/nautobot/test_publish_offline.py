@@ -249,7 +249,7 @@ def test_power_is_published_and_republish_changes_nothing(published):
 def test_reads_skip_m2m_fields_only_where_no_tags_are_compared():
     """exclude_m2m drops tags and content types from a read: fine where neither is compared (lighter
     pages), never where ownership (the superpod tag) or content types are checked."""
-    from topology.publish.sync import kinds
+    from topology.publish.kinds import kinds
     server = FakeNautobot()
     seen: dict[str, dict] = {}
     plain = server.list
