@@ -141,3 +141,10 @@ def cages_used(sw: SwitchModel, ports: set[str]) -> set[int]:
     """The cages (0-based) that the switch's cabled `ports` sit in, whatever their speed."""
     cages_of = _cages_of(sw)
     return set().union(*(cages_of[p] for p in ports if p in cages_of))
+
+
+def cage_of(sw: SwitchModel, port: str) -> int:
+    """The cage (0-based) a port name sits in: a name is one cage's at every speed it runs
+    (swp3 and its breakout legs swp3s0.. are cage 2); tests/test_catalog_ports.py checks every packaged model."""
+    (cage,) = _cages_of(sw)[port]
+    return cage
