@@ -236,3 +236,46 @@ def test_plan_takes_the_new_expectations_from_the_inventory(tmp_path, node_vars)
     assert exp["fabric_kind"] == node_vars["superpod_fabric_kind"]
     assert exp["rail_speed_gbps"] == node_vars["superpod_rail_speed_gbps"]
     assert [link["hca"] for link in exp["links"]] == [r["hca"] for r in node_vars["rails"]]
+
+
+# ------------------------------------------------------------------ the molecule scenario's recordings
+
+# DGX H100 GPU PCI buses in nvidia-smi's order; the molecule scenario replays 8-GPU recordings
+# built from the real node's one <gpu> element (only ids and the fabric/remap texts change).
+DGX_H100_BUSES = ["18", "2A", "3A", "5D", "9A", "AB", "BA", "DB"]
+RECORDINGS = ROOT / "roles/node_check/molecule/default/files"
+
+
+def dgx_recording(faulty: bool) -> str:
+    head, rest = REAL_XML.split('\t<gpu id="', 1)
+    gpu, tail = rest.split("\t</gpu>\n", 1)
+    gpu = gpu.split(">", 1)[1]
+    gpus = []
+    for i, bus in enumerate(DGX_H100_BUSES):
+        state, status, pending = "Completed", "Success", "No"
+        if faulty and i == 6:
+            state, status = "In Progress", "N/A"  # the fabric manager has not registered GPU 6
+        if faulty and i == 1:
+            pending = "Yes"  # GPU 1 waits for a reset to remap a row
+        body = gpu.replace("<state>N/A</state>\n\t\t\t<status>N/A</status>",
+                           f"<state>{state}</state>\n\t\t\t<status>{status}</status>", 1)
+        body = body.replace("<remapped_row_pending>No</remapped_row_pending>",
+                            f"<remapped_row_pending>{pending}</remapped_row_pending>", 1)
+        body = body.replace("<minor_number>0</minor_number>", f"<minor_number>{i}</minor_number>", 1)
+        gpus.append(f'\t<gpu id="00000000:{bus}:00.0">{body}\t</gpu>\n')
+    return head.replace("<attached_gpus>1</attached_gpus>", "<attached_gpus>8</attached_gpus>") + "".join(gpus) + tail
+
+
+@pytest.mark.parametrize("faulty", [False, True], ids=["ok", "bad"])
+def test_molecule_recordings_are_the_real_xml_with_eight_gpus(faulty):
+    import os
+
+    want = dgx_recording(faulty)
+    path = RECORDINGS / f"h100-{'bad' if faulty else 'ok'}.xml"
+    if os.environ.get("UPDATE_GOLDEN"):
+        path.write_text(want)
+    assert path.read_text() == want, "regenerate with UPDATE_GOLDEN=1"
+    gpus = nc.parse_smi_xml(want)
+    assert [g["bus_id"] for g in gpus] == [f"00000000:{b}:00.0" for b in DGX_H100_BUSES]
+    rows = nc.compare_fabric(gpus, True) + nc.compare_row_remap(gpus)
+    assert {r["status"] for r in rows} == ({nc.MISMATCH} if faulty else {nc.OK})

@@ -500,11 +500,11 @@ def parse_ib_rate(text):
 def compare_fabric(xml_gpus, nvswitch, reason=""):
     """NVLink fabric registration. With NVSwitches (the node model's), the fabric manager must have
     registered every GPU: state Completed, status Success (NVML: status counts only when complete)."""
+    if nvswitch is None:
+        return [row("gpu fabric", "not planned", reason or "not compared", NOT_PLANNED)]
     if xml_gpus is None:
         return [row("gpu fabric", "read", reason, MISMATCH if nvswitch else SKIPPED, "nvidia-smi -q -x failed")]
     seen = ", ".join(sorted({f"{g['fabric_state'] or 'n/a'}/{g['fabric_status'] or 'n/a'}" for g in xml_gpus}))
-    if nvswitch is None:
-        return [row("gpu fabric", "not planned", seen, NOT_PLANNED)]
     if not nvswitch:
         return [row("gpu fabric", "no NVSwitch planned", seen, OK)]
     bad = [g for g in xml_gpus if (g["fabric_state"], g["fabric_status"]) != ("Completed", "Success")]
