@@ -511,10 +511,14 @@ def compare_fabric(xml_gpus, nvswitch, reason=""):
     actual = (f"Completed/Success on {len(xml_gpus)}/{len(xml_gpus)}" if not bad else
               "; ".join(f"{g['fabric_state'] or 'n/a'}/{g['fabric_status'] or 'n/a'} on {g['bus_id']}" for g in bad))
     states = {g["fabric_state"] for g in bad}
-    detail = ("" if not bad else
-              "fabric manager not running or GPUs not registered (n/a: no fabric seen)" if states & {None, "Not Started"}
-              else "registration still in progress: check again, then the fabric manager log" if states == {"In Progress"}
-              else "NVLink training or registration failed: see the fabric manager log")
+    if not bad:
+        detail = ""
+    elif states & {None, "Not Started"}:
+        detail = "fabric manager not running or GPUs not registered (n/a: no fabric seen)"
+    elif states == {"In Progress"}:
+        detail = "registration still in progress: check again, then the fabric manager log"
+    else:
+        detail = "NVLink training or registration failed: see the fabric manager log"
     return [row("gpu fabric", "Completed/Success on all (NVSwitch node)", actual, MISMATCH if bad else OK, detail)]
 
 
