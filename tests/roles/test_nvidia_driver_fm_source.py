@@ -107,3 +107,12 @@ def test_driver_from_nvidias_repository_keeps_nvidias_fabric_manager(play_dir, m
     # the newest 580 driver on offer is now NVIDIA's -1 (it sorts above -0ubuntu): its FM is NVIDIA's too
     assert chosen["driver"] == "580.95.05-1" and chosen["fm"] == "580.95.05-1", chosen
     assert installs == {DRIVER: "580.95.05-1", FM: "580.95.05-1"}, installs
+
+
+@pytest.mark.timeout(120)
+def test_debian_driver_takes_nvidias_fabric_manager(play_dir, monkeypatch):
+    """Debian ships no fabric manager: its driver ("~deb12u1") goes with NVIDIA's, the only one."""
+    debian = {DRIVER: ["580.95.05-1~deb12u1"], FM: []}
+    chosen, installs = _resolve_and_pin(play_dir, monkeypatch, {"debian": debian, "cuda": CUDA})
+    assert chosen["driver"] == "580.95.05-1~deb12u1" and chosen["fm"] == "580.95.05-1", chosen
+    assert installs == {DRIVER: "580.95.05-1~deb12u1", FM: "580.95.05-1"}, installs
