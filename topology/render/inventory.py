@@ -88,6 +88,7 @@ class GpuNodeVars(_Vars):
     superpod_nvswitch: bool
     superpod_numa_nodes: int
     superpod_fabric_kind: str
+    superpod_rail_speed_gbps: int  # the node model's compute NIC speed (node_check reads the HCA port rate)
     superpod_inband_interface: str
     superpod_inband_address: str  # with prefix length (roles/host_network configures the bond with it)
     superpod_inband_members: list[str]
@@ -170,6 +171,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) ->
         superpod_nvswitch=node.nvswitch,
         superpod_numa_nodes=node.numa_nodes,
         superpod_fabric_kind=kind,
+        superpod_rail_speed_gbps=node.compute_nic_speed_gbps,
         superpod_inband_interface=inband.interface if inband else "bond0",
         superpod_inband_address=inband.address if inband else "",
         superpod_inband_members=[n.netdev("ethernet") for n in node.inband_nics],
