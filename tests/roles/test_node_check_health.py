@@ -16,7 +16,7 @@ import yaml
 from tests.conftest import spec_with
 from tests.role_files import ROOT
 from tests.roles.playbook import debug_values, run_play
-from topology.build import build
+from topology.layout.build import build
 from topology.render.inventory import render_inventory
 
 MODULE = ROOT / "roles/node_check/library/superpod_node_check.py"
