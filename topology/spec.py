@@ -371,6 +371,18 @@ def _address(value: str) -> str:
 GNMI_SINCE = "5.13"  # Cumulus Linux's first NVUE with `system gnmi-server`
 
 
+SNMP_VAULT_VAR = "vault_switch_snmp_users"  # the inventory (vault) variable the push reads the passwords from
+
+
+class SnmpUser(_Spec):
+    """An SNMPv3 user with authentication and privacy (authPriv), read-only."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{4,32}$")] = Field(
+        description="user name: 4-32 letters, digits, '_', '.', '-' (SONiC's SNMP_USER name rule)")
+    auth: Literal["sha", "md5"] = Field("sha", description="authentication protocol (NVUE: auth-sha|auth-md5)")
+    priv: Literal["aes", "des"] = Field("aes", description="privacy protocol (NVUE: encrypt-aes|encrypt-des)")
+
+
 class SwitchServices(_Spec):
     """What every Ethernet switch runs besides forwarding, whatever its OS. Servers are reached
     through the management VRF (eth0)."""
@@ -395,9 +407,27 @@ class SwitchServices(_Spec):
         True, description="node and appliance bonds on the in-band pairs: LACP bypass (PXE before the OS "
         "brings LACP up), STP admin edge and BPDU guard",
     )
+    snmp_users: list[SnmpUser] = Field(
+        [], description="SNMPv3 read-only users on every Ethernet switch (none: no SNMP agent). Only names and "
+        "protocols live here: the passwords come from the Ansible vault at push time "
+        f"({SNMP_VAULT_VAR}.<name>.auth / .priv) and are never written under build/",
+    )
+    lldp_tx_interval_s: Annotated[int, Field(ge=5, le=254)] = Field(
+        30, description="LLDP transmit interval on every switch port (the range SONiC's model and NVUE both take)")
+    lldp_hold_multiplier: Annotated[int, Field(ge=2, le=10)] = Field(
+        4, description="LLDP hold multiplier: a neighbor is forgotten after interval x multiplier")
 
     _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers")(
         lambda v: [_address(a) for a in v])
+
+    @field_validator("snmp_users")
+    @classmethod
+    def _unique_users(cls, users: list[SnmpUser]) -> list[SnmpUser]:
+        names = [u.name for u in users]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"SNMP user {', '.join(twice)} listed twice: a switch has one entry per user name")
+        return users
 
 
 Efficiency = Annotated[float, Field(gt=0, le=1)]
