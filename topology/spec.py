@@ -371,7 +371,20 @@ def _address(value: str) -> str:
 GNMI_SINCE = "5.13"  # Cumulus Linux's first NVUE with `system gnmi-server`
 
 
-SNMP_VAULT_VAR = "vault_switch_snmp_users"  # the inventory (vault) variable the push reads the passwords from
+# the inventory (vault) variables the push reads the switches' secrets from
+SNMP_VAULT_VAR = "vault_switch_snmp_users"  # {user: {auth: ..., priv: ...}}
+USERS_VAULT_VAR = "vault_switch_user_hashes"  # {user: crypt(3) hash}
+TACACS_VAULT_VAR = "vault_switch_tacacs_key"  # the TACACS+ shared secret
+TACACS_SINCE = "5.15"  # NVUE's `system aaa authentication order` (earlier releases order it per priority key)
+
+
+class LocalUser(_Spec):
+    """A local account on every Cumulus switch; its password hash comes from the vault."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field(
+        description="Linux user name (lower case, digits, '_', '-'; at most 32)")
+    role: Literal["system-admin", "nvue-admin", "nvue-monitor"] = Field(
+        "system-admin", description="NVUE role (the three every release 5.6-5.18 has)")
 
 
 class SnmpUser(_Spec):
@@ -412,12 +425,20 @@ class SwitchServices(_Spec):
         "protocols live here: the passwords come from the Ansible vault at push time "
         f"({SNMP_VAULT_VAR}.<name>.auth / .priv) and are never written under build/",
     )
+    local_users: list[LocalUser] = Field(
+        [], description="local accounts on every Cumulus switch (NVUE `system aaa user`); password hashes from the "
+        f"vault ({USERS_VAULT_VAR}.<name>). SONiC keeps local accounts outside ConfigDB: refused there")
+    tacacs_servers: list[str] = Field(
+        [], description="TACACS+ servers (IPv4, in priority order), reached through the management VRF; logins try "
+        f"them, then the local accounts. The shared secret comes from the vault ({TACACS_VAULT_VAR}). "
+        f"Cumulus from {TACACS_SINCE}")
+    tacacs_auth: Literal["pap", "chap", "login"] = Field("pap", description="TACACS+ authentication type")
     lldp_tx_interval_s: Annotated[int, Field(ge=5, le=254)] = Field(
         30, description="LLDP transmit interval on every switch port (the range SONiC's model and NVUE both take)")
     lldp_hold_multiplier: Annotated[int, Field(ge=2, le=10)] = Field(
         4, description="LLDP hold multiplier: a neighbor is forgotten after interval x multiplier")
 
-    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers")(
+    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers", "tacacs_servers")(
         lambda v: [_address(a) for a in v])
 
     @field_validator("snmp_users")
@@ -427,6 +448,15 @@ class SwitchServices(_Spec):
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             raise ValueError(f"SNMP user {', '.join(twice)} listed twice: a switch has one entry per user name")
+        return users
+
+    @field_validator("local_users")
+    @classmethod
+    def _unique_accounts(cls, users: list[LocalUser]) -> list[LocalUser]:
+        names = [u.name for u in users]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"local user {', '.join(twice)} listed twice")
         return users
 
 
@@ -513,6 +543,14 @@ class PodSpec(_Spec):
             raise ValueError(f"gnmi_server: Cumulus Linux {release} has no gNMI server (NVUE `system gnmi-server` "
                              f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
                              "or gnmi_server: false")
+        if services.tacacs_servers and uses_cumulus and _release(release) < _release(TACACS_SINCE):
+            raise ValueError(f"tacacs_servers: on Cumulus Linux {release} the plan does not write TACACS+ (NVUE orders "
+                             f"logins with `system aaa authentication order` from {TACACS_SINCE}): set "
+                             f"switch_software.cumulus_release to {TACACS_SINCE} or later")
+        on_sonic = [f for f in fabrics if f is not None and f.switch_os == "sonic"]
+        if services.local_users and on_sonic:
+            raise ValueError("local_users: SONiC keeps local accounts outside ConfigDB and this project does not "
+                             "manage them: leave local_users empty while a fabric's switch_os is sonic")
         return services
 
     @model_validator(mode="after")

@@ -212,7 +212,9 @@ def _services(ss) -> Services:
                     gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart,
                     bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None,
                     snmp_users=tuple(SnmpUser(u.name, u.auth, u.priv) for u in ss.snmp_users),
-                    lldp=(ss.lldp_tx_interval_s, ss.lldp_hold_multiplier))
+                    lldp=(ss.lldp_tx_interval_s, ss.lldp_hold_multiplier),
+                    local_users=tuple((u.name, u.role) for u in ss.local_users),
+                    tacacs=tuple(ss.tacacs_servers), tacacs_auth=ss.tacacs_auth)
 
 
 def _os_release(spec, os_name: str) -> str:

@@ -153,6 +153,9 @@ class Services:
     bfd: tuple[int, int] | None = None  # (interval ms, multiplier) on the pod's own BGP sessions; None: off
     snmp_users: tuple[SnmpUser, ...] = ()  # SNMPv3 users; their passwords are merged at push time (vault)
     lldp: tuple[int, int] = (30, 4)  # (tx interval s, hold multiplier) on every port
+    local_users: tuple[tuple[str, str], ...] = ()  # (name, NVUE role); password hashes merged at push time
+    tacacs: tuple[str, ...] = ()  # TACACS+ servers in priority order; the shared secret merged at push time
+    tacacs_auth: str = "pap"
 
 
 @dataclass(frozen=True)

@@ -218,10 +218,30 @@ def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[d
     if sv.snmp_users:
         snmp = _snmp_server(sw, release)
         (system if release >= _SYSTEM_SNMP_SINCE else service)["snmp-server"] = snmp
+    aaa = _aaa(sw)
+    if aaa:
+        system["aaa"] = aaa
     lldp: dict = {"state": "enabled"} if release >= _LLDP_STATE_SINCE else {}
     lldp |= {"tx-interval": sv.lldp[0], "tx-hold-multiplier": sv.lldp[1]}
     (system if release >= _SYSTEM_LLDP_SINCE else service)["lldp"] = lldp
     return system, service
+
+
+def _aaa(sw: SwitchIntent) -> dict:
+    """Local accounts (their password hashes) and TACACS+ (its shared secret): the secrets are added
+    by the push from the vault (roles/switch_fabric, credentials.json). The spec allows TACACS+ from
+    5.15 only, where NVUE orders logins with `authentication order`."""
+    sv, aaa = sw.services, {}
+    if sv.local_users:
+        aaa["user"] = {name: {"role": role} for name, role in sv.local_users}
+    if sv.tacacs:
+        tacacs: dict = {"server": {ip: {"priority": i + 1, "auth-mode": sv.tacacs_auth}
+                                   for i, ip in enumerate(sv.tacacs)}}
+        if sw.mgmt:
+            tacacs["vrf"] = sw.mgmt.vrf
+        aaa["tacacs"] = tacacs
+        aaa["authentication"] = {"order": ["tacacs", "local"]}
+    return aaa
 
 
 def _snmp_server(sw: SwitchIntent, release: tuple[int, ...]) -> dict:
@@ -387,5 +407,7 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
         elif v.__class__ is _PortBlock:
             out.append(f"{pad}{_scalar(k)}:\n")
             v.write(pad + "  ", out)
+        elif v.__class__ is list:  # a list of scalars (aaa authentication order): flow style
+            out.append(f"{pad}{_scalar(k)}: [{', '.join(_scalar(x) for x in v)}]\n")
         else:
             out.append(f"{pad}{_scalar(k)}: {_scalar(v)}\n")

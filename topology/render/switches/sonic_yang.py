@@ -62,6 +62,9 @@ TABLE_MODULE = {
     "LLDP_PORT": "sonic-lldp",
     "SNMP_USER": "sonic-snmp",
     "SNMP_AGENT_ADDRESS_CONFIG": "sonic-snmp",
+    "TACPLUS": "sonic-system-tacacs",
+    "TACPLUS_SERVER": "sonic-system-tacacs",
+    "AAA": "sonic-system-aaa",
 }
 _KEY = re.compile(r"\bkey\s+[\"']?([^\"';]+)")
 _INT = re.compile(r"^u?int(8|16|32)$")  # RFC 7951: 64-bit integers are JSON strings

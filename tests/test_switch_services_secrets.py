@@ -1,6 +1,6 @@
-"""SNMPv3 and LLDP on both switch OSes, judged by the OSes' own models (NVIDIA's NVUE object model
+"""SNMPv3, local users and TACACS+ (AAA), and LLDP on both switch OSes, judged by the OSes' own models (NVIDIA's NVUE object model
 per release, SONiC's YANG through yanglint), with the SNMP passwords only where they belong: in
-the Ansible vault and in what the push sends, never in the plan's files, the role's state or its
+the Ansible vault and in what the push sends (SNMP passwords, password hashes, the TACACS+ key), never in the plan's files, the role's state or its
 output. Expectations come from the spec and the plan (the layout's OOB addresses), not from the
 rendered files.
 
@@ -42,6 +42,13 @@ SECRETS = {"monitor": {"auth": "Auth-Secret-0001", "priv": "Priv-Secret-0001"},
            "nms-legacy": {"auth": "Auth-Secret-0002", "priv": "Priv-Secret-0002"}}
 ALL_SECRETS = [pw for entry in SECRETS.values() for pw in entry.values()]
 LLDP = {"lldp_tx_interval_s": 10, "lldp_hold_multiplier": 3}
+ACCOUNTS = [{"name": "netops", "role": "system-admin"}, {"name": "noc", "role": "nvue-monitor"}]
+HASHES = {"netops": "$6$saltsalt$Q1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1uJ/.",
+          "noc": "$6$pepperpe$1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1uJ/.Q"}
+TACACS = {"tacacs_servers": ["192.0.2.49", "192.0.2.50"], "tacacs_auth": "chap"}
+TACACS_KEY = "Tacacs-Shared-Key-0001"
+VAULT = {"snmp_users": SECRETS, "local_users": HASHES, "tacacs_key": TACACS_KEY}
+EVERY_SECRET = ALL_SECRETS + list(HASHES.values()) + [TACACS_KEY]
 SONIC = {"switch_os": "sonic"}
 _cache: dict = {}
 
@@ -84,7 +91,7 @@ def test_nvue_snmp_and_lldp_in_the_releases_places_accepted_by_its_model_with_th
         lldp = body[lldp_at]["lldp"]
         assert (lldp["tx-interval"], lldp["tx-hold-multiplier"]) == (10, 3), sw.name
 
-        pushed = creds.switch_fabric_with_credentials(body, "cumulus", credential_slots(sw), SECRETS)
+        pushed = creds.switch_fabric_with_credentials(body, "cumulus", credential_slots(sw), {"snmp_users": SECRETS})
         assert check_set(pushed, release) == [], sw.name  # what the push sends, judged by NVIDIA's model
         users = pushed[snmp_at]["snmp-server"]["username"]
         assert users == {
@@ -146,7 +153,7 @@ def test_sonic_snmp_users_and_lldp_as_pushed_are_accepted_by_sonic_yang():
             assert list(db["SNMP_AGENT_ADDRESS_CONFIG"]) == [f"{_oob_address(layout, sw.name)}|161|mgmt"], sw.name
         assert db["LLDP"]["GLOBAL"] == {"enabled": "true", "hello_time": "10", "multiplier": "3"}, sw.name
         assert len(db["LLDP_PORT"]) == len(sw.ports), sw.name  # every planned port
-        pushed = creds.switch_fabric_with_credentials(db, "sonic", credential_slots(sw), SECRETS)
+        pushed = creds.switch_fabric_with_credentials(db, "sonic", credential_slots(sw), {"snmp_users": SECRETS})
         skipped = validate(pushed)
         assert not NEW_TABLES & set(skipped), sw.name
 
@@ -179,28 +186,29 @@ def test_the_plans_files_hold_no_secret_and_name_the_vault_variable(tmp_path):
     for text in files.values():
         assert not any(pw in text for pw in ALL_SECRETS)
     one = json.loads(next(iter(slots.values())))
-    assert one == {"snmp_users": USERS, "vault_variable": "vault_switch_snmp_users"}
+    assert one == {"snmp_users": USERS, "vault": {"snmp_users": "vault_switch_snmp_users"}}
 
 
 def test_a_missing_or_weak_vault_secret_is_named_without_its_value():
     sw = next(iter(build_intents(_layout())))
     slots = credential_slots(sw)
     weak = {"monitor": {"auth": "Auth-Secret-0001", "priv": "sh0rt"}}
-    problems = creds.switch_fabric_credential_problems(slots, weak)
+    problems = creds.switch_fabric_credential_problems(slots, {"snmp_users": weak})
     assert problems == ["vault_switch_snmp_users.monitor.priv: shorter than 8 characters (SNMPv3 refuses it)",
                         "vault_switch_snmp_users.nms-legacy: missing (SNMPv3 user nms-legacy needs auth and priv "
                         "passwords from the vault)"]
     assert not any("sh0rt" in p or "Auth-Secret" in p for p in problems)
     with pytest.raises(Exception, match="monitor.priv"):
-        creds.switch_fabric_with_credentials({}, "sonic", slots, weak)
+        creds.switch_fabric_with_credentials({}, "sonic", slots, {"snmp_users": weak})
 
 
 def test_redaction_hides_every_password_and_still_sees_a_changed_one():
     sw = next(iter(build_intents(_layout())))
     body = yaml.safe_load(render_nvue(sw))[0]["set"]
-    pushed = creds.switch_fabric_with_credentials(body, "cumulus", credential_slots(sw), SECRETS)
+    pushed = creds.switch_fabric_with_credentials(body, "cumulus", credential_slots(sw), {"snmp_users": SECRETS})
     rotated = creds.switch_fabric_with_credentials(
-        body, "cumulus", credential_slots(sw), {**SECRETS, "monitor": {"auth": "Rotated-0001", "priv": "Rotated-0002"}})
+        body, "cumulus", credential_slots(sw),
+        {"snmp_users": {**SECRETS, "monitor": {"auth": "Rotated-0001", "priv": "Rotated-0002"}}})
     a, b = creds.switch_fabric_redact(pushed, "cumulus"), creds.switch_fabric_redact(rotated, "cumulus")
     assert not any(pw in json.dumps(a) for pw in ALL_SECRETS) and "Rotated" not in json.dumps(b)
     assert a != b  # a rotated password is drift
@@ -227,7 +235,7 @@ HOST = "su01-leaf-rail0"
 def pushlab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("snmp_push")
     plan = tmp / "build"
-    files = render_switch_configs(_layout(), plan)
+    files = render_switch_configs(_layout(local_users=ACCOUNTS, **TACACS), plan)
     plan_dir = plan / "switches" / HOST
     plan_dir.mkdir(parents=True)
     for path, text in files.items():
@@ -247,9 +255,10 @@ def pushlab(tmp_path_factory):
     return tmp
 
 
-def _vault(tmp: Path, secrets: dict) -> None:
-    """The inventory's vault variable (an extra-vars file here: ansible-vault encryption is Ansible's)."""
-    (tmp / "vault.yml").write_text(yaml.safe_dump({"vault_switch_snmp_users": secrets}))
+def _vault(tmp: Path, secrets: dict, **others) -> None:
+    """The inventory's vault variables (an extra-vars file here: ansible-vault encryption is Ansible's)."""
+    doc = {"vault_switch_snmp_users": secrets, "vault_switch_user_hashes": HASHES, "vault_switch_tacacs_key": TACACS_KEY}
+    (tmp / "vault.yml").write_text(yaml.safe_dump(doc | others))
 
 
 def _play(lab: Path, *extra: str) -> tuple[dict, str]:
@@ -279,14 +288,16 @@ def test_the_push_merges_the_vaults_users_and_leaks_them_nowhere(pushlab):
     applied = yaml.safe_load((pushlab / "nvue" / "applied.yaml").read_text())[0]["set"]
     assert set(applied["system"]["snmp-server"]["username"]) == {"monitor", "nms-legacy"}
     assert "Auth-Secret-0001" in applied["system"]["snmp-server"]["username"]["monitor"]["auth-sha"]
+    assert {n: u["hashed-password"] for n, u in applied["system"]["aaa"]["user"].items()} == HASHES
+    assert applied["system"]["aaa"]["tacacs"]["secret"] == TACACS_KEY
     assert check_set(applied) == []  # the pushed revision, judged by NVIDIA's model
-    assert _leaks(pushlab, output, ALL_SECRETS) == []
+    assert _leaks(pushlab, output, EVERY_SECRET) == []
 
     again, output = _play(pushlab)
     assert again["changed"] == 0  # idempotent with the secrets in
     drift, output = _play(pushlab, "--check", "--diff")
     assert drift["changed"] == 0
-    assert _leaks(pushlab, output, ALL_SECRETS) == []
+    assert _leaks(pushlab, output, EVERY_SECRET) == []
 
 
 def test_a_rotated_password_is_drift_shown_as_a_digest(pushlab):
@@ -296,7 +307,7 @@ def test_a_rotated_password_is_drift_shown_as_a_digest(pushlab):
         drift, output = _play(pushlab, "--check", "--diff")
         assert drift["changed"] > 0
         assert "vault-sha256:" in output
-        assert _leaks(pushlab, output, ALL_SECRETS + ["Rotated-Auth-0001", "Rotated-Priv-0001"]) == []
+        assert _leaks(pushlab, output, EVERY_SECRET + ["Rotated-Auth-0001", "Rotated-Priv-0001"]) == []
     finally:
         _vault(pushlab, SECRETS)
 
@@ -311,4 +322,68 @@ def test_a_missing_vault_secret_fails_the_push_naming_the_variable(pushlab):
         _vault(pushlab, SECRETS)
     assert proc.returncode != 0
     assert "vault_switch_snmp_users.nms-legacy: missing" in proc.stdout
-    assert not any(pw in proc.stdout + proc.stderr for pw in ALL_SECRETS)
+    assert not any(pw in proc.stdout + proc.stderr for pw in EVERY_SECRET)
+
+
+# --- AAA: local users and TACACS+ ----------------------------------------------------------------
+
+def test_nvue_local_users_and_tacacs_accepted_by_the_model_as_pushed():
+    from topology.render.switches.nvue_model import check_set, check_startup
+
+    layout = _layout(local_users=ACCOUNTS, **TACACS)
+    for sw in build_intents(layout):
+        doc = yaml.safe_load(render_nvue(sw))
+        assert check_startup(doc) == [], sw.name
+        aaa = doc[0]["set"]["system"]["aaa"]
+        assert aaa["user"] == {"netops": {"role": "system-admin"}, "noc": {"role": "nvue-monitor"}}, sw.name
+        assert aaa["tacacs"]["server"] == {"192.0.2.49": {"priority": 1, "auth-mode": "chap"},
+                                           "192.0.2.50": {"priority": 2, "auth-mode": "chap"}}, sw.name
+        assert aaa["authentication"]["order"] == ["tacacs", "local"], sw.name
+        assert "secret" not in aaa["tacacs"] and not any("hashed-password" in u for u in aaa["user"].values())
+        pushed = creds.switch_fabric_with_credentials(doc[0]["set"], "cumulus", credential_slots(sw), VAULT)
+        assert check_set(pushed) == [], sw.name
+        assert not any(pw in json.dumps(creds.switch_fabric_redact(pushed, "cumulus")) for pw in EVERY_SECRET)
+
+
+def test_a_plain_password_in_place_of_a_hash_is_refused_before_the_push():
+    sw = next(iter(build_intents(_layout(local_users=ACCOUNTS, **TACACS))))
+    problems = creds.switch_fabric_credential_problems(
+        credential_slots(sw), {**VAULT, "local_users": {**HASHES, "noc": "hunter2hunter2"}, "tacacs_key": "a b"})
+    assert problems == ["vault_switch_user_hashes.noc: not a crypt(3) hash ($6$..., e.g. from `mkpasswd -m sha-512`): "
+                        "a plain password is never pushed",
+                        "vault_switch_tacacs_key: longer than 256 characters or contains a space, '#' or ',' "
+                        "(SONiC's TACACS+ model refuses them)"]
+
+
+def test_spec_refuses_tacacs_before_5_15_and_local_users_on_sonic():
+    with pytest.raises(SpecErrors, match=r"tacacs_servers: on Cumulus Linux 5\.14"):
+        spec_with("lab", switch_software={"cumulus_release": "5.14"}, switch_services=TACACS)
+    with pytest.raises(SpecErrors, match="local_users: SONiC keeps local accounts outside ConfigDB"):
+        spec_with("lab", compute_fabric=SONIC, switch_services={"local_users": ACCOUNTS})
+
+
+@needs_yanglint
+def test_sonic_tacacs_as_pushed_is_accepted_by_sonic_yang_and_refused_without_its_key():
+    """sonic-system-aaa refuses `login tacacs+` without TACPLUS|global passkey: the plan's tables are
+    complete only with the vault's key, which the push adds."""
+    from topology.render.switches.sonic_yang import YangError, validate
+
+    spec = spec_with("lab", compute_fabric=SONIC, storage_fabric=SONIC,
+                     management={"inband": SONIC | {"core_switch_model": "sn5400"}, "oob": SONIC},
+                     switch_services=TACACS)
+    layout = build(spec)
+    cat = catalog.load()
+    seen = 0
+    for sw in build_intents(layout):
+        db = config_db(sw, cat.switches[sw.model])
+        vrf = "mgmt" if sw.mgmt else "default"  # a rack OOB switch without eth0 reaches them in its own network
+        assert db["TACPLUS_SERVER"] == {"192.0.2.49": {"priority": "1", "tcp_port": "49", "vrf": vrf},
+                                        "192.0.2.50": {"priority": "2", "tcp_port": "49", "vrf": vrf}}, sw.name
+        assert db["AAA"] == {"authentication": {"login": "tacacs+,local"}}
+        pushed = creds.switch_fabric_with_credentials(db, "sonic", credential_slots(sw), VAULT)
+        assert not {"TACPLUS", "TACPLUS_SERVER", "AAA"} & set(validate(pushed)), sw.name
+        assert TACACS_KEY not in json.dumps(creds.switch_fabric_redact(pushed, "sonic"))
+        seen += 1
+    with pytest.raises(YangError, match="passkey|tacacs"):
+        validate({t: db[t] for t in ("TACPLUS", "TACPLUS_SERVER", "AAA")})
+    assert seen > 10
