@@ -1,6 +1,7 @@
-"""SNMPv3, local users and TACACS+ (AAA), and LLDP on both switch OSes, judged by the OSes' own models (NVIDIA's NVUE object model
-per release, SONiC's YANG through yanglint), with the SNMP passwords only where they belong: in
-the Ansible vault and in what the push sends (SNMP passwords, password hashes, the TACACS+ key), never in the plan's files, the role's state or its
+"""SNMPv3, local users and TACACS+ (AAA), and LLDP on both switch OSes, judged by the OSes' own
+models (NVIDIA's NVUE object model per release, SONiC's YANG through yanglint), with the secrets
+(SNMP passwords, password hashes, the TACACS+ key) only where they belong: in the Ansible vault and
+in what the push sends, never in the plan's files, the role's state or its
 output. Expectations come from the spec and the plan (the layout's OOB addresses), not from the
 rendered files.
 
@@ -43,7 +44,8 @@ SECRETS = {"monitor": {"auth": "Auth-Secret-0001", "priv": "Priv-Secret-0001"},
 ALL_SECRETS = [pw for entry in SECRETS.values() for pw in entry.values()]
 LLDP = {"lldp_tx_interval_s": 10, "lldp_hold_multiplier": 3}
 ACCOUNTS = [{"name": "netops", "role": "system-admin"}, {"name": "noc", "role": "nvue-monitor"}]
-HASHES = {"netops": "$6$saltsalt$Q1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1uJ/.",
+HASHES = {"netops": "$6$saltsalt$Q1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1u"
+                    "J/.",
           "noc": "$6$pepperpe$1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1uJ/.Q"}
 TACACS = {"tacacs_servers": ["192.0.2.49", "192.0.2.50"], "tacacs_auth": "chap"}
 TACACS_KEY = "Tacacs-Shared-Key-0001"
@@ -257,7 +259,8 @@ def pushlab(tmp_path_factory):
 
 def _vault(tmp: Path, secrets: dict, **others) -> None:
     """The inventory's vault variables (an extra-vars file here: ansible-vault encryption is Ansible's)."""
-    doc = {"vault_switch_snmp_users": secrets, "vault_switch_user_hashes": HASHES, "vault_switch_tacacs_key": TACACS_KEY}
+    doc = {"vault_switch_snmp_users": secrets, "vault_switch_user_hashes": HASHES,
+           "vault_switch_tacacs_key": TACACS_KEY}
     (tmp / "vault.yml").write_text(yaml.safe_dump(doc | others))
 
 

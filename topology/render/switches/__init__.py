@@ -9,7 +9,8 @@ from pathlib import Path
 from topology import catalog
 from topology.model import Layout
 from topology.render.switches.build import iter_intents
-from topology.render.switches.credentials import FILENAME as CREDENTIALS, render_credentials
+from topology.render.switches.credentials import FILENAME as CREDENTIALS
+from topology.render.switches.credentials import render_credentials
 from topology.render.switches.frr import render_frr
 from topology.render.switches.intent import SwitchIntent
 from topology.render.switches.nvue import render_nvue
