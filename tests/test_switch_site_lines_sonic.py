@@ -1,7 +1,10 @@
-"""The site's escape hatch on SONiC: `switch_fabric_extra_config_db` (ConfigDB entries merged key by
-key over the plan's) and `switch_fabric_extra_frr` (FRR lines appended to frr.conf in a marked
-block, checked by FRR's own parser before the push) from the inventory: apply pushes them, a second
-apply changes nothing, drift (--check) does not report them, and a line FRR refuses stops the push.
+"""The site's escape hatch on SONiC, with the vault's secrets beside it:
+`switch_fabric_extra_config_db` (ConfigDB entries merged key by key over the plan's) and
+`switch_fabric_extra_frr` (FRR lines appended to frr.conf in a marked block, checked by FRR's own
+parser before the push) from the inventory: apply pushes them, a second apply changes nothing,
+drift (--check) does not report them, and a line FRR refuses stops the push. The plan also has
+SNMPv3 users and TACACS+: their secrets come from the vault variables, land in the running
+ConfigDB and nowhere in the role's output or state.
 
 The switch is the SONiC stand-ins (tests/switch_standins: `config`, `sonic-cfggen`, `frr-reload`)
 over a local connection, their state in a temporary folder; the check is Debian's real `vtysh -C`
@@ -35,6 +38,9 @@ SWITCH_OWN = {"DEVICE_METADATA": {"localhost": {"hwsku": "ACS-SN4600C", "platfor
                                                 "mac": "1c:34:da:00:00:01"}},
               "FEATURE": {"bgp": {"state": "enabled"}}}
 
+SNMP_AUTH, SNMP_PRIV, TACACS_KEY = "Auth-Secret-0009", "Priv-Secret-0009", "Tacacs-Key-0009"
+SECRETS = (SNMP_AUTH, SNMP_PRIV, TACACS_KEY)
+
 pytestmark = [pytest.mark.timeout(400),
               pytest.mark.skipif(shutil.which("vtysh") is None, reason="vtysh (Debian's frr) is the judge")]
 
@@ -42,7 +48,8 @@ pytestmark = [pytest.mark.timeout(400),
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("site_lines_sonic")
-    layout = build(spec_with("lab", compute_fabric={"switch_os": "sonic"}))
+    layout = build(spec_with("lab", compute_fabric={"switch_os": "sonic"},
+                             switch_services={"snmp_users": [{"name": "monitor"}], "tacacs_servers": ["192.0.2.49"]}))
     plan_dir = tmp / "plan"
     plan_dir.mkdir()
     for path, text in render_switch_configs(layout, tmp / "build").items():
@@ -70,7 +77,9 @@ def lab(tmp_path_factory):
             "switch_fabric_sonic_frr_conf": str(etc / "frr" / "frr.conf"),
             "switch_fabric_sonic_frr_candidate": str(candidate),
             "switch_fabric_sonic_frr_check": ["vtysh", "-C", "-f", str(candidate)],
-            "switch_fabric_extra_config_db": SITE_DB, "switch_fabric_extra_frr": SITE_FRR}
+            "switch_fabric_extra_config_db": SITE_DB, "switch_fabric_extra_frr": SITE_FRR,
+            "vault_switch_snmp_users": {"monitor": {"auth": SNMP_AUTH, "priv": SNMP_PRIV}},
+            "vault_switch_tacacs_key": TACACS_KEY}
     (tmp / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {HOST: host}}}))
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
                                                    "roles": ["switch_fabric"]}]))
@@ -84,7 +93,8 @@ def _play(lab: Path, *extra: str, ok: bool = True) -> tuple[dict, str]:
     proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(lab / "hosts.yml"), str(lab / "play.yml"), *extra],
                           capture_output=True, text=True, env=env, check=False)
     assert (proc.returncode == 0) == ok, proc.stdout[-3000:] + proc.stderr[-2000:]
-    return json.loads(proc.stdout)["stats"][HOST], proc.stdout
+    report = proc.stdout[proc.stdout.index("{"):]  # -v says which config file first
+    return json.loads(report)["stats"][HOST], proc.stdout + proc.stderr
 
 
 def _hosts(lab: Path, **changes) -> None:
@@ -97,9 +107,12 @@ def test_site_configdb_and_frr_lines_are_pushed_with_the_plan_and_not_reported_a
     planned = json.loads((lab / "plan" / "config_db.json").read_text())
     assert "SYSLOG_SERVER" not in planned and "timezone" not in planned["DEVICE_METADATA"]["localhost"]
 
-    first, _ = _play(lab)
+    first, out = _play(lab, "-v")
     assert first["changed"] > 0
     running = json.loads((lab / "sonic" / "configdb.json").read_text())
+    assert running["SNMP_USER"]["monitor"]["SNMP_USER_AUTH_PASSWORD"] == SNMP_AUTH  # the vault's, as pushed
+    assert running["TACPLUS"]["global"]["passkey"] == TACACS_KEY
+    assert not any(pw in (lab / "plan" / name).read_text() for pw in SECRETS for name in ("config_db.json", "frr.conf"))
     assert running["SYSLOG_SERVER"] == SITE_DB["SYSLOG_SERVER"]
     meta = running["DEVICE_METADATA"]["localhost"]
     assert meta["timezone"] == "Europe/Berlin" and meta["hostname"] == HOST  # the site's field beside the plan's
@@ -110,8 +123,12 @@ def test_site_configdb_and_frr_lines_are_pushed_with_the_plan_and_not_reported_a
     assert frr.startswith(plan_frr) and SITE_FRR[0] in frr.split("! BEGIN site lines")[1]
     assert not (lab / "etc" / "frr" / "frr.conf.candidate").exists()
 
-    assert _play(lab)[0]["changed"] == 0  # a second apply: nothing to push
-    assert _play(lab, "--check", "--diff")[0]["changed"] == 0  # drift: the site's lines are not drift
+    again, out2 = _play(lab, "-v")
+    assert again["changed"] == 0  # a second apply: nothing to push
+    drift, out3 = _play(lab, "--check", "--diff", "-v")
+    assert drift["changed"] == 0  # drift: the site's lines are not drift
+    state = "".join(p.read_text() for p in (lab / "state").rglob("*") if p.is_file())
+    assert not any(pw in out + out2 + out3 + state for pw in SECRETS)  # no secret in output or state
 
 
 def test_a_site_frr_line_frrs_parser_refuses_stops_the_push(lab):
