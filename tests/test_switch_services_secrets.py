@@ -47,10 +47,11 @@ ACCOUNTS = [{"name": "netops", "role": "system-admin"}, {"name": "noc", "role": 
 HASHES = {"netops": "$6$saltsalt$Q1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1u"
                     "J/.",
           "noc": "$6$pepperpe$1mxVbGfXWi0Q6D4N5iXqCxyk0mWr3sY1rQnWbq7JtN2QbQ3r1uHnVwq2CjS8yq0Hc5v0x8UqY0lE2yqZ1uJ/.Q"}
-TACACS = {"tacacs_servers": ["192.0.2.49", "192.0.2.50"], "tacacs_auth": "chap"}
-TACACS_KEY = "Tacacs-Shared-Key-0001"
-VAULT = {"snmp_users": SECRETS, "local_users": HASHES, "tacacs_key": TACACS_KEY}
-EVERY_SECRET = ALL_SECRETS + list(HASHES.values()) + [TACACS_KEY]
+TACACS = {"tacacs_servers": ["192.0.2.49", "192.0.2.50"], "tacacs_auth": "chap",
+          "radius_servers": ["192.0.2.18"], "radius_auth": "mschapv2"}
+TACACS_KEY, RADIUS_KEY = "Tacacs-Shared-Key-0001", "Radius-Shared-Key-0001"
+VAULT = {"snmp_users": SECRETS, "local_users": HASHES, "tacacs_key": TACACS_KEY, "radius_key": RADIUS_KEY}
+EVERY_SECRET = ALL_SECRETS + list(HASHES.values()) + [TACACS_KEY, RADIUS_KEY]
 SONIC = {"switch_os": "sonic"}
 _cache: dict = {}
 
@@ -260,7 +261,7 @@ def pushlab(tmp_path_factory):
 def _vault(tmp: Path, secrets: dict, **others) -> None:
     """The inventory's vault variables (an extra-vars file here: ansible-vault encryption is Ansible's)."""
     doc = {"vault_switch_snmp_users": secrets, "vault_switch_user_hashes": HASHES,
-           "vault_switch_tacacs_key": TACACS_KEY}
+           "vault_switch_tacacs_key": TACACS_KEY, "vault_switch_radius_key": RADIUS_KEY}
     (tmp / "vault.yml").write_text(yaml.safe_dump(doc | others))
 
 
@@ -293,6 +294,7 @@ def test_the_push_merges_the_vaults_users_and_leaks_them_nowhere(pushlab):
     assert "Auth-Secret-0001" in applied["system"]["snmp-server"]["username"]["monitor"]["auth-sha"]
     assert {n: u["hashed-password"] for n, u in applied["system"]["aaa"]["user"].items()} == HASHES
     assert applied["system"]["aaa"]["tacacs"]["secret"] == TACACS_KEY
+    assert applied["system"]["aaa"]["radius"]["secret"] == RADIUS_KEY
     assert check_set(applied) == []  # the pushed revision, judged by NVIDIA's model
     assert _leaks(pushlab, output, EVERY_SECRET) == []
 
@@ -341,8 +343,10 @@ def test_nvue_local_users_and_tacacs_accepted_by_the_model_as_pushed():
         assert aaa["user"] == {"netops": {"role": "system-admin"}, "noc": {"role": "nvue-monitor"}}, sw.name
         assert aaa["tacacs"]["server"] == {"192.0.2.49": {"priority": 1, "auth-mode": "chap"},
                                            "192.0.2.50": {"priority": 2, "auth-mode": "chap"}}, sw.name
-        assert aaa["authentication"]["order"] == ["tacacs", "local"], sw.name
-        assert "secret" not in aaa["tacacs"] and not any("hashed-password" in u for u in aaa["user"].values())
+        assert aaa["radius"]["server"] == {"192.0.2.18": {"priority": 1, "auth-type": "mschapv2"}}, sw.name
+        assert aaa["authentication"]["order"] == ["tacacs", "radius", "local"], sw.name
+        assert "secret" not in aaa["tacacs"] and "secret" not in aaa["radius"]
+        assert not any("hashed-password" in u for u in aaa["user"].values())
         pushed = creds.switch_fabric_with_credentials(doc[0]["set"], "cumulus", credential_slots(sw), VAULT)
         assert check_set(pushed) == [], sw.name
         assert not any(pw in json.dumps(creds.switch_fabric_redact(pushed, "cumulus")) for pw in EVERY_SECRET)
@@ -358,15 +362,18 @@ def test_a_plain_password_in_place_of_a_hash_is_refused_before_the_push():
                         "(SONiC's TACACS+ model refuses them)"]
 
 
-def test_spec_refuses_tacacs_before_5_15_and_local_users_on_sonic():
+def test_spec_refuses_tacacs_and_radius_before_5_15_and_local_users_on_sonic():
     with pytest.raises(SpecErrors, match=r"tacacs_servers: on Cumulus Linux 5\.14"):
         spec_with("lab", switch_software={"cumulus_release": "5.14"}, switch_services=TACACS)
+    with pytest.raises(SpecErrors, match=r"radius_servers: on Cumulus Linux 5\.12"):
+        spec_with("lab", switch_software={"cumulus_release": "5.12"},
+                  switch_services={"radius_servers": ["192.0.2.18"], "gnmi_server": False})
     with pytest.raises(SpecErrors, match="local_users: SONiC keeps local accounts outside ConfigDB"):
         spec_with("lab", compute_fabric=SONIC, switch_services={"local_users": ACCOUNTS})
 
 
 @needs_yanglint
-def test_sonic_tacacs_as_pushed_is_accepted_by_sonic_yang_and_refused_without_its_key():
+def test_sonic_tacacs_and_radius_as_pushed_are_accepted_by_sonic_yang_and_tacacs_refused_without_its_key():
     """sonic-system-aaa refuses `login tacacs+` without TACPLUS|global passkey: the plan's tables are
     complete only with the vault's key, which the push adds."""
     from topology.render.switches.sonic_yang import YangError, validate
@@ -382,10 +389,13 @@ def test_sonic_tacacs_as_pushed_is_accepted_by_sonic_yang_and_refused_without_it
         vrf = "mgmt" if sw.mgmt else "default"  # a rack OOB switch without eth0 reaches them in its own network
         assert db["TACPLUS_SERVER"] == {"192.0.2.49": {"priority": "1", "tcp_port": "49", "vrf": vrf},
                                         "192.0.2.50": {"priority": "2", "tcp_port": "49", "vrf": vrf}}, sw.name
-        assert db["AAA"] == {"authentication": {"login": "tacacs+,local"}}
+        assert db["RADIUS_SERVER"] == {"192.0.2.18": {"priority": "1", "auth_port": "1812", "vrf": vrf}}, sw.name
+        assert db["AAA"] == {"authentication": {"login": "tacacs+,radius,local"}}
         pushed = creds.switch_fabric_with_credentials(db, "sonic", credential_slots(sw), VAULT)
-        assert not {"TACPLUS", "TACPLUS_SERVER", "AAA"} & set(validate(pushed)), sw.name
-        assert TACACS_KEY not in json.dumps(creds.switch_fabric_redact(pushed, "sonic"))
+        assert pushed["RADIUS"]["global"]["passkey"] == RADIUS_KEY
+        assert not {"TACPLUS", "TACPLUS_SERVER", "RADIUS", "RADIUS_SERVER", "AAA"} & set(validate(pushed)), sw.name
+        redacted = json.dumps(creds.switch_fabric_redact(pushed, "sonic"))
+        assert TACACS_KEY not in redacted and RADIUS_KEY not in redacted
         seen += 1
     with pytest.raises(YangError, match="passkey|tacacs"):
         validate({t: db[t] for t in ("TACPLUS", "TACPLUS_SERVER", "AAA")})

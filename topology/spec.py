@@ -375,6 +375,7 @@ GNMI_SINCE = "5.13"  # Cumulus Linux's first NVUE with `system gnmi-server`
 SNMP_VAULT_VAR = "vault_switch_snmp_users"  # {user: {auth: ..., priv: ...}}
 USERS_VAULT_VAR = "vault_switch_user_hashes"  # {user: crypt(3) hash}
 TACACS_VAULT_VAR = "vault_switch_tacacs_key"  # the TACACS+ shared secret
+RADIUS_VAULT_VAR = "vault_switch_radius_key"  # the RADIUS shared secret
 TACACS_SINCE = "5.15"  # NVUE's `system aaa authentication order` (earlier releases order it per priority key)
 
 
@@ -433,12 +434,18 @@ class SwitchServices(_Spec):
         f"them, then the local accounts. The shared secret comes from the vault ({TACACS_VAULT_VAR}). "
         f"Cumulus from {TACACS_SINCE}")
     tacacs_auth: Literal["pap", "chap", "login"] = Field("pap", description="TACACS+ authentication type")
+    radius_servers: list[str] = Field(
+        [], description="RADIUS servers (IPv4, in priority order), through the management VRF; logins try TACACS+ "
+        f"(if any), then RADIUS, then the local accounts. The shared secret comes from the vault ({RADIUS_VAULT_VAR}). "
+        f"Cumulus from {TACACS_SINCE}")
+    radius_auth: Literal["pap", "chap", "mschapv2"] = Field("pap", description="RADIUS authentication type")
     lldp_tx_interval_s: Annotated[int, Field(ge=5, le=254)] = Field(
         30, description="LLDP transmit interval on every switch port (the range SONiC's model and NVUE both take)")
     lldp_hold_multiplier: Annotated[int, Field(ge=2, le=10)] = Field(
         4, description="LLDP hold multiplier: a neighbor is forgotten after interval x multiplier")
 
-    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers", "tacacs_servers")(
+    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers", "tacacs_servers",
+                                 "radius_servers")(
         lambda v: [_address(a) for a in v])
 
     @field_validator("snmp_users")
@@ -543,10 +550,11 @@ class PodSpec(_Spec):
             raise ValueError(f"gnmi_server: Cumulus Linux {release} has no gNMI server (NVUE `system gnmi-server` "
                              f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
                              "or gnmi_server: false")
-        if services.tacacs_servers and uses_cumulus and _release(release) < _release(TACACS_SINCE):
-            raise ValueError(f"tacacs_servers: on Cumulus Linux {release} the plan does not write TACACS+ (NVUE orders "
-                             f"logins with `system aaa authentication order` from {TACACS_SINCE}): set "
-                             f"switch_software.cumulus_release to {TACACS_SINCE} or later")
+        for name in ("tacacs_servers", "radius_servers"):
+            if getattr(services, name) and uses_cumulus and _release(release) < _release(TACACS_SINCE):
+                raise ValueError(f"{name}: on Cumulus Linux {release} the plan does not write TACACS+ or RADIUS "
+                                 f"(NVUE orders logins with `system aaa authentication order` from {TACACS_SINCE}): "
+                                 f"set switch_software.cumulus_release to {TACACS_SINCE} or later")
         on_sonic = [f for f in fabrics if f is not None and f.switch_os == "sonic"]
         if services.local_users and on_sonic:
             raise ValueError("local_users: SONiC keeps local accounts outside ConfigDB and this project does not "

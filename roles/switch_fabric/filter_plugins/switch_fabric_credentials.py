@@ -6,9 +6,9 @@ vault's values into the planned configuration (`switch_fabric_with_credentials`)
 records and diffs only a redacted copy (`switch_fabric_redact`: every secret replaced by a digest
 of it, found by where secrets live), so a drift run still sees a changed secret but never prints one.
 
-`secrets` is {"snmp_users": {user: {auth, priv}}, "local_users": {user: hash}, "tacacs_key": str}
-(roles/switch_fabric/defaults: from vault_switch_snmp_users, vault_switch_user_hashes,
-vault_switch_tacacs_key).
+`secrets` is {"snmp_users": {user: {auth, priv}}, "local_users": {user: hash}, "tacacs_key": str,
+"radius_key": str} (roles/switch_fabric/defaults: from vault_switch_snmp_users,
+vault_switch_user_hashes, vault_switch_tacacs_key, vault_switch_radius_key).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ except ImportError:  # imported outside Ansible (tests)
 
 MIN_LENGTH = 8  # SNMPv3 (RFC 3414) and SONiC's sonic-snmp: 8 characters at least
 SNMP_FORBIDDEN = set(" :@")  # sonic-snmp's password pattern '[^ @:]*'
-TACACS_FORBIDDEN = set(" #,")  # sonic-system-tacacs' passkey pattern '[^ #,]*'
+KEY_FORBIDDEN = set(" #,")  # sonic-system-tacacs' and -radius' passkey pattern '[^ #,]*'
 CRYPT_HASH = re.compile(r"^\$(1|5|6|y|2[aby])\$[./A-Za-z0-9$]+$")  # what /etc/shadow takes (crypt(3))
 
 
@@ -60,14 +60,16 @@ def switch_fabric_credential_problems(slots: dict, secrets: dict) -> list[str]:
         elif not CRYPT_HASH.match(value):
             problems.append(f"{var}.{name}: not a crypt(3) hash ($6$..., e.g. from `mkpasswd -m sha-512`): "
                             "a plain password is never pushed")
-    if slots.get("tacacs_key"):
-        var = _vault_name(slots, "tacacs_key", "vault_switch_tacacs_key")
-        key = secrets.get("tacacs_key")
+    for kind, what, longest in (("tacacs_key", "TACACS+", 256), ("radius_key", "RADIUS", 65)):
+        if not slots.get(kind):
+            continue
+        var = _vault_name(slots, kind, f"vault_switch_{kind}")
+        key = secrets.get(kind)
         if not isinstance(key, str) or not key:
-            problems.append(f"{var}: missing (the TACACS+ shared secret)")
-        elif len(key) > 256 or TACACS_FORBIDDEN & set(key):
-            problems.append(f"{var}: longer than 256 characters or contains a space, '#' or ',' "
-                            "(SONiC's TACACS+ model refuses them)")
+            problems.append(f"{var}: missing (the {what} shared secret)")
+        elif len(key) > longest or KEY_FORBIDDEN & set(key):
+            problems.append(f"{var}: longer than {longest} characters or contains a space, '#' or ',' "
+                            f"(SONiC's {what} model refuses them)")
     return problems
 
 
@@ -105,10 +107,11 @@ def _nvue(merged: dict, users: list, slots: dict, secrets: dict) -> None:
         if name not in aaa.get("user", {}):
             raise _stale(f"local user {name}")
         aaa["user"][name]["hashed-password"] = secrets["local_users"][name]
-    if slots.get("tacacs_key"):
-        if "tacacs" not in aaa:
-            raise _stale("a TACACS+ key")
-        aaa["tacacs"]["secret"] = secrets["tacacs_key"]
+    for kind, where in (("tacacs_key", "tacacs"), ("radius_key", "radius")):
+        if slots.get(kind):
+            if where not in aaa:
+                raise _stale(f"a {where} key")
+            aaa[where]["secret"] = secrets[kind]
 
 
 def _sonic(merged: dict, users: list, slots: dict, secrets: dict) -> None:
@@ -117,10 +120,11 @@ def _sonic(merged: dict, users: list, slots: dict, secrets: dict) -> None:
         if u["name"] not in rows:
             raise _stale(f"SNMP user {u['name']}")
         rows[u["name"]].update({"SNMP_USER_AUTH_PASSWORD": auth, "SNMP_USER_ENCRYPTION_PASSWORD": priv})
-    if slots.get("tacacs_key"):
-        if "global" not in merged.get("TACPLUS", {}):
-            raise _stale("a TACACS+ key")
-        merged["TACPLUS"]["global"]["passkey"] = secrets["tacacs_key"]
+    for kind, table in (("tacacs_key", "TACPLUS"), ("radius_key", "RADIUS")):
+        if slots.get(kind):
+            if "global" not in merged.get(table, {}):
+                raise _stale(f"a {table} key")
+            merged[table]["global"]["passkey"] = secrets[kind]
 
 
 def _digest(secret: str) -> str:
@@ -129,7 +133,8 @@ def _digest(secret: str) -> str:
 
 # where secrets live: ConfigDB table -> fields of its rows
 SONIC_SECRET_FIELDS = {"SNMP_USER": ("SNMP_USER_AUTH_PASSWORD", "SNMP_USER_ENCRYPTION_PASSWORD"),
-                       "TACPLUS": ("passkey",), "TACPLUS_SERVER": ("passkey",)}
+                       "TACPLUS": ("passkey",), "TACPLUS_SERVER": ("passkey",),
+                       "RADIUS": ("passkey",), "RADIUS_SERVER": ("passkey",)}
 
 
 def switch_fabric_redact(data, os: str):
@@ -149,10 +154,11 @@ def switch_fabric_redact(data, os: str):
             for field in ("hashed-password", "password"):
                 if isinstance(user, dict) and user.get(field):
                     user[field] = _digest(str(user[field]))
-        tacacs = aaa.get("tacacs") or {}
-        for holder in (tacacs, *(tacacs.get("server") or {}).values()):
-            if isinstance(holder, dict) and holder.get("secret"):
-                holder["secret"] = _digest(str(holder["secret"]))
+        for where in ("tacacs", "radius"):
+            block = aaa.get(where) or {}
+            for holder in (block, *(block.get("server") or {}).values()):
+                if isinstance(holder, dict) and holder.get("secret"):
+                    holder["secret"] = _digest(str(holder["secret"]))
     else:
         for table, fields in SONIC_SECRET_FIELDS.items():
             for row in (data.get(table) or {}).values():

@@ -214,7 +214,8 @@ def _services(ss) -> Services:
                     snmp_users=tuple(SnmpUser(u.name, u.auth, u.priv) for u in ss.snmp_users),
                     lldp=(ss.lldp_tx_interval_s, ss.lldp_hold_multiplier),
                     local_users=tuple((u.name, u.role) for u in ss.local_users),
-                    tacacs=tuple(ss.tacacs_servers), tacacs_auth=ss.tacacs_auth)
+                    tacacs=tuple(ss.tacacs_servers), tacacs_auth=ss.tacacs_auth,
+                    radius=tuple(ss.radius_servers), radius_auth=ss.radius_auth)
 
 
 def _os_release(spec, os_name: str) -> str:

@@ -1,7 +1,7 @@
 """The credential slots of a switch: which secrets the push fills in from the Ansible vault.
 
 A rendered configuration never holds a secret. Where a switch needs one (an SNMPv3 user's
-passwords, a local account's password hash, the TACACS+ shared secret), the plan writes
+passwords, a local account's password hash, the TACACS+ and RADIUS shared secrets), the plan writes
 `credentials.json` beside the switch's files: the names and protocols the spec gives, and the
 vault variable each secret comes from. roles/switch_fabric reads it at push time and merges the
 vault's values into what it pushes (filter_plugins/switch_fabric_credentials.py), keeping them
@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 
 from topology.render.switches.intent import SwitchIntent
-from topology.spec import SNMP_VAULT_VAR, TACACS_VAULT_VAR, USERS_VAULT_VAR
+from topology.spec import RADIUS_VAULT_VAR, SNMP_VAULT_VAR, TACACS_VAULT_VAR, USERS_VAULT_VAR
 
 FILENAME = "credentials.json"
 
@@ -30,6 +30,9 @@ def credential_slots(sw: SwitchIntent) -> dict:
     if sv.tacacs:
         out["tacacs_key"] = True
         vault["tacacs_key"] = TACACS_VAULT_VAR
+    if sv.radius:
+        out["radius_key"] = True
+        vault["radius_key"] = RADIUS_VAULT_VAR
     if out:
         out["vault"] = vault
     return out

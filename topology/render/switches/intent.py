@@ -156,6 +156,8 @@ class Services:
     local_users: tuple[tuple[str, str], ...] = ()  # (name, NVUE role); password hashes merged at push time
     tacacs: tuple[str, ...] = ()  # TACACS+ servers in priority order; the shared secret merged at push time
     tacacs_auth: str = "pap"
+    radius: tuple[str, ...] = ()  # RADIUS servers in priority order; the shared secret merged at push time
+    radius_auth: str = "pap"
 
 
 @dataclass(frozen=True)

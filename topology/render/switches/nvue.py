@@ -228,7 +228,7 @@ def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[d
 
 
 def _aaa(sw: SwitchIntent) -> dict:
-    """Local accounts (their password hashes) and TACACS+ (its shared secret): the secrets are added
+    """Local accounts (their password hashes), TACACS+ and RADIUS (their shared secrets): the secrets are added
     by the push from the vault (roles/switch_fabric, credentials.json). The spec allows TACACS+ from
     5.15 only, where NVUE orders logins with `authentication order`."""
     sv, aaa = sw.services, {}
@@ -240,7 +240,15 @@ def _aaa(sw: SwitchIntent) -> dict:
         if sw.mgmt:
             tacacs["vrf"] = sw.mgmt.vrf
         aaa["tacacs"] = tacacs
-        aaa["authentication"] = {"order": ["tacacs", "local"]}
+    if sv.radius:
+        radius: dict = {"server": {ip: {"priority": i + 1, "auth-type": sv.radius_auth}
+                                   for i, ip in enumerate(sv.radius)}}
+        if sw.mgmt:
+            radius["vrf"] = sw.mgmt.vrf
+        aaa["radius"] = radius
+    if sv.tacacs or sv.radius:  # the servers first, the local accounts when none answers
+        aaa["authentication"] = {"order": [*(["tacacs"] if sv.tacacs else []), *(["radius"] if sv.radius else []),
+                                           "local"]}
     return aaa
 
 

@@ -226,11 +226,17 @@ def services(sw: SwitchIntent) -> dict:
         out["SYSLOG_SERVER"] = {ip: {"port": "514", "vrf": vrf} for ip in sv.syslog}
     if sv.gnmi_port is not None:
         out["GNMI"] = {"gnmi": {"port": str(sv.gnmi_port), "vrf": vrf}}
-    if sv.tacacs:  # logins try the servers, then local accounts; the passkey is added at push time (vault)
+    if sv.tacacs:  # the passkey is added at push time (vault)
         out["TACPLUS"] = {"global": {"auth_type": sv.tacacs_auth}}
         out["TACPLUS_SERVER"] = {ip: {"priority": str(i + 1), "tcp_port": "49", "vrf": vrf}
                                  for i, ip in enumerate(sv.tacacs)}
-        out["AAA"] = {"authentication": {"login": "tacacs+,local"}}
+    if sv.radius:  # the passkey is added at push time (vault)
+        out["RADIUS"] = {"global": {"auth_type": sv.radius_auth}}
+        out["RADIUS_SERVER"] = {ip: {"priority": str(i + 1), "auth_port": "1812", "vrf": vrf}
+                                for i, ip in enumerate(sv.radius)}
+    if sv.tacacs or sv.radius:  # logins try the servers, then local accounts
+        out["AAA"] = {"authentication": {"login": ",".join([*(["tacacs+"] if sv.tacacs else []),
+                                                            *(["radius"] if sv.radius else []), "local"])}}
     out["LLDP"] = {"GLOBAL": {"enabled": "true", "hello_time": str(sv.lldp[0]), "multiplier": str(sv.lldp[1])}}
     if sv.snmp_users:
         # authPriv, read-only; the two passwords are added at push time from the vault

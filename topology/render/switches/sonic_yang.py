@@ -65,6 +65,8 @@ TABLE_MODULE = {
     "TACPLUS": "sonic-system-tacacs",
     "TACPLUS_SERVER": "sonic-system-tacacs",
     "AAA": "sonic-system-aaa",
+    "RADIUS": "sonic-system-radius",
+    "RADIUS_SERVER": "sonic-system-radius",
 }
 _KEY = re.compile(r"\bkey\s+[\"']?([^\"';]+)")
 _INT = re.compile(r"^u?int(8|16|32)$")  # RFC 7951: 64-bit integers are JSON strings
