@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tests.conftest import spec_with
-from topology.build import build
-from topology.model import Layout
+from topology.layout.build import build
+from topology.layout.model import Layout
 
 # three in-band tiers: more SUs' in-band pairs than the cores can reach (tests/test_inband_tiers.py)
 _WIDE_INBAND = {"scalable_units": 2, "max_scalable_units": 40, "racks": {"racks_per_row": 20},

@@ -9,7 +9,7 @@ import netaddr
 import pytest
 
 from tests.conftest import spec_with, stack_layout
-from topology.build import build
+from topology.layout.build import build
 
 OWNED_POOLS = ("inband", "storage", "rails", "oob")
 

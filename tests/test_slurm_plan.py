@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from tests.conftest import spec_with, stack_layout
 from tests.slurm_daemon import MISSING, SCONTROL, local_conf, slurmctld
 from topology import catalog
-from topology.build import build
-from topology.diff import diff_layouts
+from topology.layout.build import build
+from topology.render.diff import diff_layouts
 from topology.render.slurm_files import render_slurm
 from topology.render.slurm_plan import hostlist
 

@@ -53,7 +53,7 @@ def ensure_image() -> str:
 
 def plan(stack: str) -> Path:
     # --allow-moves: the lab's containers are made from each plan, so a build/<stack> left by older
-    # code that placed gear elsewhere is no installed pod to protect (topology/growth.py)
+    # code that placed gear elsewhere is no installed pod to protect (topology/layout/growth.py)
     subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json", "--allow-moves"], cwd=ROOT, check=True,
                    capture_output=True)
     return ROOT / "inventories" / stack

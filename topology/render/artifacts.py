@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.bom import bom_csv
 from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv

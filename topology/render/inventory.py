@@ -16,8 +16,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from topology import catalog
-from topology.model import Device, Layout
-from topology.names import row_letters
+from topology.layout.model import Device, Layout
+from topology.layout.names import row_letters
 from topology.render import rollout
 from topology.render.files import GENERATED
 from topology.render.slurm_plan import slurm_plan

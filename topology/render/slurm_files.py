@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.files import GENERATED
 from topology.render.slurm_plan import SlurmPlan, slurm_plan
 

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from topology import catalog
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.switches.build import iter_intents
 from topology.render.switches.credentials import FILENAME as CREDENTIALS
 from topology.render.switches.credentials import render_credentials

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from topology.render.files import GENERATED
 from topology.render.switches.frr import BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
 from topology.render.switches.intent import BorderPolicy, Port, Qos, SwitchIntent
-from topology.spec import CUMULUS_RELEASES
+from topology.spec import CUMULUS_RELEASES, release_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +38,9 @@ BFD_PROFILE = "fabric"
 _STATE_SINCE = (5, 15)
 
 
-def _release(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
-
-
 def dialect(release: str) -> Dialect:
     """The release's dialect; "" (an intent built without a spec) is the newest release."""
-    return STATE_ENABLED if _release(release or CUMULUS_RELEASES[-1]) >= _STATE_SINCE else ENABLE_ON
+    return STATE_ENABLED if release_key(release or CUMULUS_RELEASES[-1]) >= _STATE_SINCE else ENABLE_ON
 
 
 def _speed(gbps: int) -> str:
@@ -161,7 +157,7 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
                 "ipv4-unicast": {"policy": policy}}
-        if n.next_hop_self:  # iBGP across a pair's peer link (topology/inband_routing.py)
+        if n.next_hop_self:  # iBGP across a pair's peer link (topology/layout/inband_routing.py)
             neighbors[n.address]["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
     ipv4 = {
         **d.enabled(),
@@ -333,7 +329,7 @@ def _qos(q: Qos, d: Dialect) -> dict:
 def render_nvue(sw: SwitchIntent) -> str:
     d = dialect(sw.os_release)
     release = sw.os_release or CUMULUS_RELEASES[-1]
-    system, service = _services(sw, d, _release(release))
+    system, service = _services(sw, d, release_key(release))
     body: dict = {
         "system": {"hostname": sw.name, **system},
         "interface": _interfaces(sw, d),

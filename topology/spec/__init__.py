@@ -14,9 +14,10 @@ from typing import Annotated, Literal
 import netaddr
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from topology import catalog, strict_yaml
+from topology import catalog
 from topology.errors import SpecError, SpecErrors
-from topology.spec_bounds import check_bounds
+from topology.spec import strict_yaml
+from topology.spec.bounds import check_bounds
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Ratio = Annotated[str, Field(pattern=r"^[1-9][0-9]*:[1-9][0-9]*$", description='down:up, e.g. "1:1"')]
@@ -336,7 +337,8 @@ CUMULUS_RELEASES = NVUE_MODEL_RELEASES[NVUE_MODEL_RELEASES.index("5.6"):]
 CumulusRelease = Literal[CUMULUS_RELEASES]  # type: ignore[valid-type]
 
 
-def _release(text: str) -> tuple[int, ...]:
+def release_key(text: str) -> tuple[int, ...]:
+    """A release as numbers to compare: "5.10" comes after "5.9" (as strings it would not)."""
     return tuple(int(x) for x in text.split("."))
 
 
@@ -546,7 +548,7 @@ class PodSpec(_Spec):
         fabrics = [info.data.get("compute_fabric"), info.data.get("storage_fabric"),
                    *((mgmt.inband, mgmt.oob) if mgmt else ())]
         uses_cumulus = any(f is not None and f.switch_os == "cumulus" for f in fabrics)
-        if services.gnmi_server and uses_cumulus and _release(release) < _release(GNMI_SINCE):
+        if services.gnmi_server and uses_cumulus and release_key(release) < release_key(GNMI_SINCE):
             raise ValueError(f"gnmi_server: Cumulus Linux {release} has no gNMI server (NVUE `system gnmi-server` "
                              f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
                              "or gnmi_server: false")
