@@ -553,7 +553,7 @@ class PodSpec(_Spec):
                              f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
                              "or gnmi_server: false")
         for name in ("tacacs_servers", "radius_servers"):
-            if getattr(services, name) and uses_cumulus and _release(release) < _release(TACACS_SINCE):
+            if getattr(services, name) and uses_cumulus and release_key(release) < release_key(TACACS_SINCE):
                 raise ValueError(f"{name}: on Cumulus Linux {release} the plan does not write TACACS+ or RADIUS "
                                  f"(NVUE orders logins with `system aaa authentication order` from {TACACS_SINCE}): "
                                  f"set switch_software.cumulus_release to {TACACS_SINCE} or later")
