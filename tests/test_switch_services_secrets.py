@@ -24,8 +24,8 @@ import yaml
 
 from tests.conftest import spec_with
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecErrors
+from topology.layout.build import build
 from topology.render.switches import render_switch_configs
 from topology.render.switches.build import build_intents
 from topology.render.switches.credentials import credential_slots

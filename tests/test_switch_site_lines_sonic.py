@@ -24,7 +24,7 @@ import pytest
 import yaml
 
 from tests.conftest import spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches import render_switch_configs
 
 ROOT = Path(__file__).resolve().parents[1]
