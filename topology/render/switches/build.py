@@ -11,7 +11,7 @@ from topology import catalog
 from topology.layout.ipam import OOB_VLAN
 from topology.layout.model import Address, Device, Layout, Link
 from topology.render.switches import inband_routing, pairing, sections
-from topology.render.switches.intent import Qos, Services, SwitchIntent
+from topology.render.switches.intent import Qos, Services, SnmpUser, SwitchIntent
 from topology.render.switches.qos import ROCE_QOS, STORAGE_QOS
 from topology.render.telemetry import GNMI_PORT
 
@@ -210,7 +210,12 @@ def site_announce(spec) -> tuple[str, ...]:
 def _services(ss) -> Services:
     return Services(ntp=tuple(ss.ntp_servers), dns=tuple(ss.dns_servers), syslog=tuple(ss.syslog_servers),
                     gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart,
-                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None)
+                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None,
+                    snmp_users=tuple(SnmpUser(u.name, u.auth, u.priv) for u in ss.snmp_users),
+                    lldp=(ss.lldp_tx_interval_s, ss.lldp_hold_multiplier),
+                    local_users=tuple((u.name, u.role) for u in ss.local_users),
+                    tacacs=tuple(ss.tacacs_servers), tacacs_auth=ss.tacacs_auth,
+                    radius=tuple(ss.radius_servers), radius_auth=ss.radius_auth)
 
 
 def _os_release(spec, os_name: str) -> str:
