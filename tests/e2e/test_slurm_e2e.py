@@ -199,3 +199,13 @@ def test_a_failing_node_check_drains_the_node_and_a_fixed_node_returns(slurm):
 
 def _write(pod: LabPod, host: str, path: str, text: str) -> None:
     pod.sh(host, f"echo {base64.b64encode(text.encode()).decode()} | base64 -d > {path}")
+
+
+def test_the_nodes_got_slurm_without_the_optional_plugins(slurm):
+    """The role installs without recommends: slurm-wlm-plugins (HDF5, ROCm SMI, IPMI, ... with their
+    -dev packages, cairo and fonts) is nothing this configuration loads."""
+    pod, controller, _ = slurm
+    for host in [*pod.hosts, controller]:
+        assert pod.sh(host, "dpkg-query -W -f '${Status}' slurm-wlm-plugins", check=False).stdout \
+            in ("", "unknown ok not-installed"), host
+        assert pod.sh(host, "dpkg-query -W -f '${Status}' slurm-wlm-basic-plugins").stdout == "install ok installed"
