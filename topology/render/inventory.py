@@ -20,7 +20,7 @@ from topology.layout.model import Device, Layout
 from topology.layout.names import row_letters
 from topology.render import rollout
 from topology.render.files import GENERATED
-from topology.render.slurm_plan import slurm_plan
+from topology.render.slurm_plan import SlurmPlan, slurm_plan
 from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
 
 ROLE_GROUPS = {
@@ -276,8 +276,9 @@ def ethernet_switch_os(layout: Layout, d: Device) -> str | None:
     return switch_os(layout.spec, fabric)
 
 
-def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
-    """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/)."""
+def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -> dict[Path, str]:
+    """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/); `slurm`: the
+    Slurm plan when the caller built it already (`superpod plan` also writes the Slurm files from it)."""
     addr, by_pool, asn, rows = _index(layout)
     leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
     service_members: dict[str, list[str]] = {}  # mgmt nodes' and appliances' in-band bond members
@@ -353,7 +354,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_bmc_password": "{{ vault_bmc_password | default('') }}",
         "superpod_munge_key": "{{ vault_munge_key | default('') }}",  # Slurm's shared key (roles/munge)
         # The scheduler's view of the plan (roles/slurm templates slurm.conf, gres.conf, topology.conf from it)
-        "superpod_slurm": slurm_plan(layout).model_dump(),
+        "superpod_slurm": (slurm or slurm_plan(layout)).model_dump(),
         "superpod_monitoring": _monitoring(layout, by_pool, rows),
     }
     files = {
