@@ -23,6 +23,7 @@ def real_gpu() -> dict[str, str]:
         "persistence_mode": gpu.findtext("persistence_mode"),
         "ecc.mode.current": gpu.findtext("ecc_mode/current_ecc"),
         "mig.mode.current": gpu.findtext("mig_mode/current_mig"),
+        "pstate": gpu.findtext("performance_state"),
         "pcie.link.gen.max": link.findtext("pcie_gen/max_link_gen"),
         "pcie.link.gen.current": link.findtext("pcie_gen/current_link_gen"),
         # the query's width fields are plain numbers ("16"), the XML's "16x"
