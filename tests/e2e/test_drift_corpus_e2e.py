@@ -120,11 +120,11 @@ CASES = [
 
 
 def names_in(report: dict, host: str) -> set[tuple[str, str]]:
-    return {(c["role"], c["task"]) for c in report["hosts"][host]["changes"]}
+    return {(c["role"], c["task"]) for c in report["hosts"][host].get("changes", [])}
 
 
 def problems_in(report: dict, host: str) -> str:
-    return "\n".join(p.get("message", "") for p in report["hosts"][host]["problems"])
+    return "\n".join(p.get("message", "") for p in report["hosts"][host].get("problems", []))
 
 
 def converge(pod: LabPod) -> None:
