@@ -145,42 +145,43 @@ def test_the_drift_corpus_plain_equals_full_and_apply_fixes_the_roles(lab_pod):
     clean = drift_json(timed("corpus_clean_drift_s", pod, "drift", "--json"))
     assert clean["record_clean_hosts"] == pod.hosts, json.dumps(clean, indent=1)  # the plain path is the record's
 
-    for case in CASES:
-        case.inject(pod) if callable(case.inject) else pod.sh(case.host, case.inject)
-    plain_proc = timed("corpus_plain_drift_s", pod, "drift", "--json")
-    full_proc = timed("corpus_full_drift_s", pod, "drift", "--json", "--full")
-    plain, full = drift_json(plain_proc), drift_json(full_proc)
-    dump = json.dumps({"plain": plain, "full": full}, indent=1)
+    try:
+        for case in CASES:
+            case.inject(pod) if callable(case.inject) else pod.sh(case.host, case.inject)
+        plain_proc = timed("corpus_plain_drift_s", pod, "drift", "--json")
+        full_proc = timed("corpus_full_drift_s", pod, "drift", "--json", "--full")
+        plain, full = drift_json(plain_proc), drift_json(full_proc)
+        dump = json.dumps({"plain": plain, "full": full}, indent=1)
 
-    gpus = planned_gpus(pod)
-    lost = sum(1 for v in GPU_FAULTS.values() if v is None)
-    drifted = sorted({c.host for c in CASES})
-    assert plain["record_clean_hosts"] == sorted(set(pod.hosts) - set(drifted)), dump
-    for host in pod.hosts:  # plain == full, host by host
-        assert plain["hosts"][host]["status"] == full["hosts"][host]["status"], (host, dump)
-        assert names_in(plain, host) == names_in(full, host), (host, dump)
-    for case in CASES:
-        for report, label in ((plain, "plain"), (full, "full")):
-            verdict = report["hosts"][case.host]
-            assert verdict["status"] != "clean", f"{case.kind}: {label} drift calls {case.host} clean"
-            missing = case.tasks - names_in(report, case.host)
-            assert not missing, f"{case.kind}: {label} drift does not name {sorted(missing)}\n{dump}"
-            for fragment in case.node_check:
-                text = fragment.format(gpus=gpus, gpus_left=gpus - lost)
-                assert text in problems_in(report, case.host), f"{case.kind}: {label} drift lacks {text!r}\n{dump}"
-    assert (plain_proc.returncode, full_proc.returncode) == (2, 2)  # node_check failed: an error wins over drift
+        gpus = planned_gpus(pod)
+        lost = sum(1 for v in GPU_FAULTS.values() if v is None)
+        drifted = sorted({c.host for c in CASES})
+        assert plain["record_clean_hosts"] == sorted(set(pod.hosts) - set(drifted)), dump
+        for host in pod.hosts:  # plain == full, host by host
+            assert plain["hosts"][host]["status"] == full["hosts"][host]["status"], (host, dump)
+            assert names_in(plain, host) == names_in(full, host), (host, dump)
+        for case in CASES:
+            for report, label in ((plain, "plain"), (full, "full")):
+                verdict = report["hosts"][case.host]
+                assert verdict["status"] != "clean", f"{case.kind}: {label} drift calls {case.host} clean"
+                missing = case.tasks - names_in(report, case.host)
+                assert not missing, f"{case.kind}: {label} drift does not name {sorted(missing)}\n{dump}"
+                for fragment in case.node_check:
+                    text = fragment.format(gpus=gpus, gpus_left=gpus - lost)
+                    assert text in problems_in(report, case.host), f"{case.kind}: {label} drift lacks {text!r}\n{dump}"
+        assert (plain_proc.returncode, full_proc.returncode) == (2, 2)  # node_check failed: an error wins over drift
 
-    # ONE plain apply: the roles put back what they own; node_check still fails on the broken GPUs
-    fix = timed("corpus_apply_s", pod, "apply")
-    assert fix.returncode == 1, fix.stdout + fix.stderr
-    owned = [c for c in CASES if c.role_owned]
-    hosts = sorted({c.host for c in owned})
-    roles = sorted({role for c in owned for role, _ in c.tasks})
-    after = drift_json(timed("corpus_drift_after_apply_s", pod, "drift", "--json", "--limit", ",".join(hosts),
-                             "--tags", ",".join(roles)))
-    assert after["exit_code"] == 0 and after["drifted_hosts"] == [], json.dumps(after, indent=1)
-    assert {h: v["status"] for h, v in after["hosts"].items()} == dict.fromkeys(hosts, "clean")
-
-    # the GPUs repaired (as a field engineer would): the pod is whole again for the labs after this one
-    pod.write_gpus(GPU_HOST, fake_gpus.healthy(pod.gpu_counts[GPU_HOST]))
+        # ONE plain apply: the roles put back what they own; node_check still fails on the broken GPUs
+        fix = timed("corpus_apply_s", pod, "apply")
+        assert fix.returncode == 1, fix.stdout + fix.stderr
+        owned = [c for c in CASES if c.role_owned]
+        hosts = sorted({c.host for c in owned})
+        roles = sorted({role for c in owned for role, _ in c.tasks})
+        after = drift_json(timed("corpus_drift_after_apply_s", pod, "drift", "--json", "--limit", ",".join(hosts),
+                                 "--tags", ",".join(roles)))
+        assert after["exit_code"] == 0 and after["drifted_hosts"] == [], json.dumps(after, indent=1)
+        assert {h: v["status"] for h, v in after["hosts"].items()} == dict.fromkeys(hosts, "clean")
+    finally:
+        # the GPUs repaired (as a field engineer would): the pod is whole for the labs after this one
+        pod.write_gpus(GPU_HOST, fake_gpus.healthy(pod.gpu_counts[GPU_HOST]))
     TIMINGS["corpus_cases"] = len(CASES)
