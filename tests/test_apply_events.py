@@ -162,3 +162,15 @@ def test_fix_run_touched_only_the_drifted_hosts():
     tallies = host_tallies(load_events(RECORDED / "fix_two_nodes.json"))
     assert sorted(tallies) == ["su01-node02", "su01-node03"]
     assert all(t.failed == 0 and t.unreachable == 0 and t.changed > 0 for t in tallies.values())
+
+
+def test_a_failure_message_is_kept_whole_so_every_named_mismatch_is_reported():
+    """node_check fails with one message naming every mismatch; the drift corpus's six GPU faults
+    made it 600 characters and the report cut the last one (the width of GPU 6) at 500."""
+    mismatches = "; ".join(f"PCIe link width (expected >= 16, as capable (max), actual 8 of 16; "
+                           f"trained below its capability on GPU {i})" for i in range(40))
+    msg = f"node_check: 40 mismatch(es) on a: {mismatches}"
+    events = [{"event": "runner_on_failed", "event_data": {
+        "host": "a", "task": "Fail on mismatches", "role": "node_check", "res": {"msg": msg, "failed": True}}}]
+    (problem,) = host_problems(events)
+    assert problem.message == msg

@@ -22,10 +22,11 @@ from topology.operate.runs import RunRequest
 
 runner = CliRunner()
 SKIPPED = "converged and unchanged (skipped)"
-# `nvidia-smi --query-gpu=index,name,driver_version,persistence_mode,ecc.mode.current,
-#  pcie.link.gen.max,pcie.link.width.current,mig.mode.current --format=csv,noheader,nounits` on a
-# DGX H100 (the rows tests/roles/test_node_check.py parses)
-GPU_ROW = "{i}, NVIDIA H100 80GB HBM3, 535.183.01, {pm}, Enabled, 5, 16, Disabled\n"
+# `nvidia-smi --query-gpu=index,name,driver_version,persistence_mode,ecc.mode.current,pstate,
+#  pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,
+#  mig.mode.current --format=csv,noheader,nounits` on a DGX H100 (the rows
+#  tests/roles/test_node_check.py parses)
+GPU_ROW = "{i}, NVIDIA H100 80GB HBM3, 535.183.01, {pm}, Enabled, P0, 5, 5, 16, 16, Disabled\n"
 
 
 @pytest.fixture(autouse=True)

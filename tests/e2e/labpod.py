@@ -15,6 +15,8 @@ from pathlib import Path
 
 import yaml
 
+from tests.e2e import fake_gpus
+
 ROOT = Path(__file__).resolve().parents[2]
 SUPERPOD = [sys.executable, "-m", "topology.cli"]
 # Wall time of each timed e2e step (seconds); the session fixture writes it to build/e2e-timings.json.
@@ -23,7 +25,10 @@ TIMINGS: dict[str, float] = {}
 # What the roles need to converge in a container without GPUs, rail NICs, BMC or bootloader.
 CONTAINER_SWITCHES = {
     "ansible_python_interpreter": "/usr/bin/python3",
-    "node_check_require_gpu": False,
+    # node_check reads the GPUs through an nvidia-smi stand-in answering in the real node's format
+    # (tests/e2e/fake_gpus.py): the lab checks 8 GPUs per node, and the drift corpus breaks them
+    "node_check_require_gpu": True,
+    "node_check_nvidia_smi": fake_gpus.SMI_PATH,
     "node_check_require_rail_links": False,
     "rail_network_require_links": False,
     "host_network_require_links": False,  # no bond members or storage NICs in the containers
@@ -65,6 +70,21 @@ def planned_hosts(inventory_dir: Path, groups: tuple[str, ...]) -> list[str]:
     return sorted({h for g in groups for h in (children.get(g) or {}).get("hosts") or {}})
 
 
+def planned_gpu_counts(inventory_dir: Path, hosts: list[str]) -> dict[str, int]:
+    """superpod_gpu_count of each host, from the generated inventory (0 where not planned)."""
+    counts: dict[str, int] = {}
+
+    def walk(node: dict) -> None:
+        for name, hv in ((node or {}).get("hosts") or {}).items():
+            if name in hosts and "superpod_gpu_count" in (hv or {}):
+                counts[name] = int(hv["superpod_gpu_count"])
+        for child in ((node or {}).get("children") or {}).values():
+            walk(child)
+
+    walk(yaml.safe_load((inventory_dir / "hosts.yml").read_text())["all"])
+    return {h: counts.get(h, 0) for h in hosts}
+
+
 def docker(*args: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(["docker", *args], check=check, capture_output=True, text=True)
 
@@ -93,6 +113,7 @@ class LabPod:
         self.session = f"superpod-{tag}-{os.getpid()}"
         self.inventory_dir = plan(stack)
         self.hosts = planned_hosts(self.inventory_dir, groups)
+        self.gpu_counts = planned_gpu_counts(self.inventory_dir, self.hosts)
         self.containers = {h: f"{self.session}-{h}" for h in self.hosts}
         self.extra: dict[str, str] = {}  # add_host(): planned hosts outside the groups
 
@@ -103,6 +124,20 @@ class LabPod:
             self._run_container(host, name, image)
         with ThreadPoolExecutor(len(self.containers)) as pool:
             list(pool.map(wait_booted, self.containers.values()))
+        for host in self.hosts:
+            self.install_gpu_stand_in(host)
+
+    def install_gpu_stand_in(self, host: str) -> None:
+        """The nvidia-smi stand-in and its healthy state: the node's planned GPUs, as the real
+        H100 node reported its own (tests/e2e/fake_gpus.py)."""
+        name = self.containers[host]
+        docker("cp", str(ROOT / "tests/e2e/stand_ins/nvidia-smi"), f"{name}:{fake_gpus.SMI_PATH}")
+        self.sh(host, f"mkdir -p {Path(fake_gpus.STATE_PATH).parent}")
+        self.write_gpus(host, fake_gpus.healthy(self.gpu_counts[host]))
+
+    def write_gpus(self, host: str, gpus: list[dict[str, str]]) -> None:
+        subprocess.run(["docker", "exec", "-i", self.containers[host], "sh", "-c", f"cat > {fake_gpus.STATE_PATH}"],
+                       input=fake_gpus.state_json(gpus), text=True, check=True, capture_output=True)
 
     def _run_container(self, host: str, name: str, image: str) -> None:
         """Same flags as the molecule scenarios: systemd as PID 1 with SYS_ADMIN and the cgroup mount."""

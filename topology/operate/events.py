@@ -86,13 +86,22 @@ def host_tallies(events: Iterable[dict]) -> dict[str, HostTally]:
     return {h: HostTally(h, **{f: int((stats.get(k) or {}).get(h, 0)) for f, k in keys.items()}) for h in hosts}
 
 
+# A task's own message is what names the failure (node_check lists every mismatch in it): kept
+# whole up to this, and said when cut. Output streams give their last line only.
+MESSAGE_LIMIT = 20000
+
+
 def _message(res: dict) -> str:
     if "censored" in res:
         return str(res["censored"])
     for key in ("msg", "stderr", "reason", "module_stderr"):
         value = res.get(key)
+        if value and key != "msg":
+            return str(value).strip().splitlines()[-1][:500]
         if value:
-            return str(value).strip().splitlines()[-1][:500] if key != "msg" else str(value).strip()[:500]
+            text = str(value).strip()
+            cut = len(text) - MESSAGE_LIMIT
+            return text if cut <= 0 else f"{text[:MESSAGE_LIMIT]} ... ({cut} more characters)"
     return ""
 
 

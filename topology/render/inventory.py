@@ -22,6 +22,7 @@ from topology.render import rollout
 from topology.render.files import GENERATED
 from topology.render.slurm_plan import SlurmPlan, slurm_plan
 from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
+from topology.render.switches.intent import HOST_RAIL_MTU
 
 ROLE_GROUPS = {
     "gpu_node": "gpu_nodes",
@@ -67,6 +68,8 @@ class RailVars(_Vars):
     leaf_port: str
     address: str  # with prefix length; "" on InfiniBand without IPoIB
     peer: str  # leaf address (p2p) or gateway (per_leaf); "" when none
+    speed_mbps: int  # the link to the leaf as planned (sysfs `speed` reports Mb/s)
+    mtu: int | None  # RoCE: the host rail MTU; None on InfiniBand (IPoIB's MTU is rail_network's choice)
 
 
 class HostNicVars(_Vars):
@@ -128,7 +131,7 @@ def _ip(a) -> str:
     return a.address.split("/")[0] if a is not None else ""
 
 
-def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) -> GpuNodeVars:
+def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, link_speeds) -> GpuNodeVars:
     cat = catalog.load()
     spec = layout.spec
     node = cat.nodes[d.model]
@@ -149,6 +152,8 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) ->
                 leaf_port=leaf_port,
                 address=a.address if a else "",
                 peer=a.peer if a else "",
+                speed_mbps=link_speeds[(d.name, netdev)] * 1000,
+                mtu=HOST_RAIL_MTU if kind == "roce" else None,
             )
         )
     storage = []
@@ -281,6 +286,7 @@ def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None)
     Slurm plan when the caller built it already (`superpod plan` also writes the Slurm files from it)."""
     addr, by_pool, asn, rows = _index(layout)
     leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
+    link_speeds = {(lk.a_device, lk.a_port): lk.speed_gbps for lk in layout.links if lk.tier == "node-leaf"}
     service_members: dict[str, list[str]] = {}  # mgmt nodes' and appliances' in-band bond members
     for lk in layout.links:
         if lk.tier in ("mgmt-core", "service-inband"):
@@ -294,7 +300,7 @@ def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None)
         if d.role in DATA_ONLY_ROLES:
             continue
         if d.role == "gpu_node":
-            hv = gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports).model_dump()
+            hv = gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports, link_speeds).model_dump()
         elif d.role in ("mgmt_node", "storage_server", "ufm"):
             hv = {
                 "ansible_host": _ip(by_pool.get((d.name, "inband"))) or _ip(by_pool.get((d.name, "oob"))),

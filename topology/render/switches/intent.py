@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 JUMBO_MTU = 9216  # every fabric port; hosts run 9000 on the rails, headroom for encapsulation
+HOST_RAIL_MTU = 9000  # a RoCE rail NIC (RoCE path MTU 4096 needs 9000 end to end); the inventory says so per rail
 
 
 @dataclass(frozen=True, slots=True)
