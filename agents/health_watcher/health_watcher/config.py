@@ -27,10 +27,29 @@ class Rail(_Model):
 
 
 class Scheduler(_Model):
-    kind: Literal["slurm", "kubernetes", "none"] = "slurm"
+    """How the node is taken out and brought back: Slurm's scontrol, Kubernetes' kubectl, or a
+    site's own commands (kind "command": argv lists where {node} and {reason} are filled in, e.g.
+    a wrapper that drains in Slurm and cordons in Kubernetes, or runs scontrol on the head node)."""
+
+    kind: Literal["slurm", "kubernetes", "command", "none"] = "slurm"
     scontrol: str = "scontrol"
     kubectl: str = "kubectl"
+    drain_command: list[str] = Field(default_factory=list)
+    resume_command: list[str] = Field(default_factory=list)
     node_name: str = ""  # the scheduler's name for this node; "" = config.node
+
+    @model_validator(mode="after")
+    def _commands(self) -> Scheduler:
+        if self.kind == "command" and not (self.drain_command and self.resume_command):
+            raise ValueError("scheduler: kind 'command' needs drain_command and resume_command (argv lists)")
+        for name in ("drain_command", "resume_command"):
+            for arg in getattr(self, name):
+                try:
+                    arg.format(node="", reason="")
+                except (KeyError, IndexError, ValueError) as e:
+                    raise ValueError(f"scheduler.{name}: {arg!r}: only {{node}} and {{reason}} are filled in "
+                                     f"({e})") from None
+        return self
 
 
 class Alert(_Model):

@@ -5,6 +5,7 @@ arguments as the real ones do and record each call."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -218,3 +219,31 @@ def test_the_fake_scontrol_refuses_a_drain_without_reason(tmp_path):
     tool = fakes.write_tool(tmp_path / "scontrol", fakes.FAKE_SCONTROL, tmp_path / "log")
     done = subprocess.run([str(tool), "update", "nodename=x", "state=drain"], capture_output=True, text=True)
     assert done.returncode == 1 and "You must specify a reason" in done.stderr
+
+
+def test_a_site_command_drains_and_returns(node):
+    """scheduler kind 'command': the site's own argv, {node} and {reason} filled in, one argument each."""
+    tmp, cfg = node
+    tool = fakes.write_tool(tmp / "site-drain", fakes.FAKE_KUBECTL, tmp / "site.log")  # records its argv
+    cfg = cfg.model_copy(update={"scheduler": type(cfg.scheduler).model_validate({
+        "kind": "command", "drain_command": [str(tool), "out", "{node}", "--why={reason}"],
+        "resume_command": [str(tool), "back", "{node}"]})})
+    clock = Clock()
+    w = Watcher(cfg, clock=clock)
+    (tmp / "net/enp0np0/operstate").write_text("down\n")
+    assert w.step() == "drain"
+    (tmp / "net/enp0np0/operstate").write_text("up\n")
+    clock.t += 61
+    assert w.step() == "resume"
+    assert fakes.calls(tmp / "site.log") == [["out", "su01-node03", "--why=superpod-health: rail 0 enp0np0 is down"],
+                                             ["back", "su01-node03"]]
+    assert scontrol_calls(tmp) == []
+
+
+@pytest.mark.parametrize("scheduler, rule", [
+    ({"kind": "command", "drain_command": ["x"]}, "needs drain_command and resume_command"),
+    ({"kind": "command", "drain_command": ["x", "{host}"], "resume_command": ["y"]}, "only {node} and {reason}"),
+])
+def test_bad_site_commands_are_refused(scheduler, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        WatcherConfig(node="n", scheduler=scheduler)
