@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -247,3 +248,31 @@ def test_a_site_command_drains_and_returns(node):
 def test_bad_site_commands_are_refused(scheduler, rule):
     with pytest.raises(ValueError, match=re.escape(rule)):
         WatcherConfig(node="n", scheduler=scheduler)
+
+
+NODE_CHECK = Path(__file__).resolve().parents[3] / "roles" / "node_check" / "library" / "superpod_node_check.py"
+
+
+def node_check_argv(tmp: Path, links: list[dict]) -> list[str]:
+    """node_check's own module run on its own, as Slurm's health check runs it (roles/slurm)."""
+    args = tmp / "node_check_args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "expected": {"host": "su01-node03", "links": links}, "require_gpu": False, "host_kernel_checks": False,
+        "rail_lldp": "off", "bootloader_stamp": str(tmp / "none")}}))
+    return [sys.executable, str(NODE_CHECK), str(args)]
+
+
+def test_node_check_module_mismatch_drains_and_its_pass_returns(node):
+    """The module exits 0 whatever it finds: its JSON's mismatches are what drain the node."""
+    pytest.importorskip("ansible.module_utils.basic")
+    tmp, cfg = node
+    missing = [{"name": "rail0", "netdev": "enp24s0np0", "mtu": None, "speed": None}]  # no such netdev here
+    cfg = cfg.model_copy(update={"node_check": node_check_argv(tmp, missing), "rails": []})
+    clock = Clock()
+    w = Watcher(cfg, clock=clock)
+    assert w.step() == "drain"
+    assert scontrol_calls(tmp)[0][3] == ("reason=superpod-health: node_check: 1 mismatch(es): link rail0 enp24s0np0 "
+                                         "expected up actual no such netdev")
+    cfg.node_check[:] = node_check_argv(tmp, [])  # the plan met (nothing missing): passes
+    clock.t += 61
+    assert w.step() == "resume"
