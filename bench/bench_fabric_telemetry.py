@@ -83,7 +83,7 @@ def bench_scrapes(n: int) -> dict:
 
 
 def bench_rules(stack: str) -> dict:
-    from topology.build import build
+    from topology.layout.build import build
     from topology.render.telemetry import dashboard, rules
     from topology.spec import load_stack_file
 

@@ -17,18 +17,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 import yaml  # noqa: E402
 
 from tests.conftest import spec_with  # noqa: E402
-from topology.build import build  # noqa: E402
+from topology.layout.build import build  # noqa: E402
 from topology.render.switches.build import build_intents  # noqa: E402
 from topology.render.switches.nvue import render_nvue  # noqa: E402
 from topology.render.switches.nvue_model import check_startup  # noqa: E402
-from topology.spec import CUMULUS_RELEASES, GNMI_SINCE  # noqa: E402
+from topology.spec import CUMULUS_RELEASES, GNMI_SINCE, release_key  # noqa: E402
 
 SERVICES = {"ntp_servers": ["192.0.2.10"], "dns_servers": ["192.0.2.53"], "syslog_servers": ["192.0.2.20"],
             "bgp_graceful_restart": "full"}
 
-
-def _release(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
 
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -41,7 +38,7 @@ def main() -> int:
         for stack in ("lab", "roce-1k"):
             seen = set()
             # every service on, in the release's own places (gNMI only from GNMI_SINCE: the spec refuses it before)
-            services = {**SERVICES, "gnmi_server": _release(release) >= _release(GNMI_SINCE)}
+            services = {**SERVICES, "gnmi_server": release_key(release) >= release_key(GNMI_SINCE)}
             spec = spec_with(stack, switch_software={"cumulus_release": release}, switch_services=services)
             for sw in build_intents(build(spec)):
                 if sw.os != "cumulus" or (stack != "lab" and (sw.role, sw.model) in seen):

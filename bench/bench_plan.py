@@ -22,9 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from topology.build import build  # noqa: E402
 from topology.errors import SpecError  # noqa: E402
 from topology.gc_tuning import collector_paused  # noqa: E402
+from topology.layout.build import build  # noqa: E402
 from topology.render.artifacts import iter_artifacts  # noqa: E402
 from topology.spec import parse  # noqa: E402
 
@@ -48,7 +48,7 @@ def pod(gpus: int, switch: str, nodes_per_su: int, max_su: int | None = None,
 # past one in-band core pair (8k GPUs and up) the in-band fabric has three tiers. At 100k, rows
 # of 20 racks put leaf-spine runs past every medium's reach (500 m): 64 racks a row, and one uplink per
 # OOB aggregation switch (206 of them) leaves the three-tier services pair room for the storage servers'
-# and UFMs' in-band bonds (topology/inband_services.py).
+# and UFMs' in-band bonds (topology/layout/inband_services.py).
 CASES = [("1k", pod(1024, "sn5400", 32)), ("8k", pod(8192, "sn5400", 32)),
          ("32k", pod(32768, "sn5400", 32)),
          ("100k", pod(100352, "sn5600", 64, racks_per_row=64, aggregation_uplinks=1))]

@@ -23,10 +23,10 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
-from topology.build import build
-from topology.publish.desired import desired_objects
+from topology.layout.build import build
 from topology.publish.nautobot import Nautobot, read_token
 from topology.publish.sync import kinds, sync
+from topology.render.dcim import desired_objects
 from topology.spec import load_stack_file, parse
 
 ROOT = Path(__file__).resolve().parents[1]

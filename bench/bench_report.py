@@ -17,7 +17,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from topology.build import build  # noqa: E402
+from topology.layout.build import build  # noqa: E402
 from topology.render.bom import bom_csv  # noqa: E402
 from topology.render.files import write_all  # noqa: E402
 from topology.render.labels import labels_csv  # noqa: E402

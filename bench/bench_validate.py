@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests import validate_records as rec  # noqa: E402
-from topology.build import build  # noqa: E402
+from topology.layout.build import build  # noqa: E402
 from topology.operate.validate import counts, validate  # noqa: E402
 from topology.spec import load_stack_file  # noqa: E402
 

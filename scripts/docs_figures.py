@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from topology.build import build  # noqa: E402
+from topology.layout.build import build  # noqa: E402
 from topology.render.report import render_report  # noqa: E402
 from topology.spec import load_stack_file  # noqa: E402
 

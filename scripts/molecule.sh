@@ -80,7 +80,8 @@ else
   # total alone; then the rest in name order.
   long_first=(roles/acceptance/molecule/default/molecule.yml)
   # Not in the default run: slurm/default (four containers installing Slurm took 24 min inside the
-  # loaded suite and its nodes came up drained there; run it alone: scripts/molecule.sh slurm);
+  # loaded suite; the e2e lab proves Slurm through `superpod apply` (tests/e2e/test_slurm_e2e.py),
+  # what only this scenario adds is placement across two SUs: run it alone, scripts/molecule.sh slurm);
   # health_watcher/default (a wheelhouse, ansible-core and a drain-and-return wait: minutes, over
   # the suite's budget; its config and unit are checked in tests/roles/test_health_watcher_config.py;
   # run it alone: scripts/molecule.sh health_watcher).

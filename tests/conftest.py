@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from topology.build import build
+from topology.layout.build import build
 from topology.spec import PodSpec, load_stack_file, parse
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -7,7 +7,7 @@ from collections import Counter, defaultdict
 import netaddr
 
 from topology import catalog
-from topology.model import Layout
+from topology.layout.model import Layout
 
 
 def check_fabric(layout: Layout) -> None:

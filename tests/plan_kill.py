@@ -41,7 +41,7 @@ def two_specs(stack: str, folder: Path) -> tuple[Path, Path]:
 
 
 def _plan(spec: Path, out: Path) -> subprocess.Popen:
-    # --allow-moves: the trials re-plan a variant whose addresses differ on purpose (topology/growth.py)
+    # --allow-moves: the trials re-plan a variant whose addresses differ on purpose (topology/layout/growth.py)
     return subprocess.Popen([sys.executable, "-m", "topology.cli", "plan", "--spec", str(spec), "--out", str(out),
                              "--allow-moves"],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)

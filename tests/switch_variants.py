@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from tests.conftest import spec_with
-from topology.build import build
-from topology.model import Layout
+from topology.layout.build import build
+from topology.layout.model import Layout
 
 # three in-band tiers: more SUs' in-band pairs than the cores can reach (tests/test_inband_tiers.py)
 _WIDE_INBAND = {"scalable_units": 2, "max_scalable_units": 40, "racks": {"racks_per_row": 20},
@@ -17,7 +17,10 @@ _WIDE_INBAND = {"scalable_units": 2, "max_scalable_units": 40, "racks": {"racks_
 
 
 _SERVICES = {"ntp_servers": ["192.0.2.10", "192.0.2.11"], "dns_servers": ["192.0.2.53"],
-             "syslog_servers": ["192.0.2.20"], "bgp_graceful_restart": "full"}
+             "syslog_servers": ["192.0.2.20"], "bgp_graceful_restart": "full",
+             "snmp_users": [{"name": "monitor"}], "lldp_tx_interval_s": 10, "lldp_hold_multiplier": 3}
+# AAA: TACACS+ and RADIUS are written for Cumulus 5.15 and later (the spec refuses it earlier)
+_AAA = {"local_users": [{"name": "netops"}], "tacacs_servers": ["192.0.2.49"], "radius_servers": ["192.0.2.18"]}
 
 
 @dataclass(frozen=True)
@@ -53,9 +56,10 @@ VARIANTS = (
             "four SUs, unnumbered"),
     Variant("cumulus-5.14", "lab", {"switch_software": {"cumulus_release": "5.14"}},
             "the last release of NVUE's first object model (interface ip, enable: on)"),
-    Variant("services", "lab", {"switch_services": _SERVICES}, "NTP, DNS, syslog, full graceful restart"),
+    Variant("services", "lab", {"switch_services": _SERVICES | _AAA},
+            "NTP, DNS, syslog, full graceful restart, SNMPv3, LLDP timers, local users, TACACS+, RADIUS"),
     Variant("services-5.14", "lab", {"switch_services": _SERVICES, "switch_software": {"cumulus_release": "5.14"}},
-            "the services in 5.14's places (service ntp/dns <vrf>, system syslog)"),
+            "the services in 5.14's places (service ntp/dns <vrf>, system syslog, system snmp-server, service lldp)"),
     Variant("services-5.12", "lab", {"switch_services": {**_SERVICES, "gnmi_server": False},
                                      "switch_software": {"cumulus_release": "5.12"}},
             "the services in 5.12's places (service syslog <vrf>; no gNMI server before 5.13)"),

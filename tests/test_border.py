@@ -18,8 +18,8 @@ import yaml
 from tests.conftest import spec_with, stack_layout
 from tests.invariants import check_addresses, check_all, check_growth
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecError, SpecErrors
+from topology.layout.build import build
 from topology.render.inventory import render_inventory
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr

@@ -11,8 +11,8 @@ from collections import Counter
 from math import ceil
 
 from tests.conftest import spec_with, stack_layout
-from topology.build import build
-from topology.cabling import OPTICAL, stock_length
+from topology.layout.build import build
+from topology.layout.cabling import OPTICAL, stock_length
 from topology.render.bom import bom_lines
 from topology.render.tables import cabling_csv
 

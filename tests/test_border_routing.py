@@ -12,8 +12,8 @@ import pytest
 import yaml
 
 from tests.conftest import spec_with, stack_layout
-from topology.build import build
 from topology.errors import SpecErrors
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.nvue import render_nvue

@@ -10,8 +10,8 @@ import pytest
 
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
-from topology.build import build
-from topology.cabling import STOCK_LENGTHS, stock_length
+from topology.layout.build import build
+from topology.layout.cabling import STOCK_LENGTHS, stock_length
 from topology.render.tables import cabling_csv
 
 

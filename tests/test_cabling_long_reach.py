@@ -10,10 +10,10 @@ import pytest
 
 from tests.conftest import spec_with
 from topology import catalog
-from topology.build import build
-from topology.cabling import End, parts
 from topology.errors import SpecError
-from topology.model import Link
+from topology.layout.build import build
+from topology.layout.cabling import End, parts
+from topology.layout.model import Link
 
 
 def _ends(model: str, ports_per_module: int = 1) -> End:

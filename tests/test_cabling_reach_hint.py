@@ -9,8 +9,8 @@ import re
 import pytest
 
 from tests.conftest import spec_with
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 
 
 def _column(end_state: int, aggregation_uplinks: int = 2, **racks):

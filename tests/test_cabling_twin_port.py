@@ -19,10 +19,10 @@ from hypothesis import strategies as st
 
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
-from topology.build import build
-from topology.cabling import End, parts
 from topology.errors import SpecError
-from topology.model import Link
+from topology.layout.build import build
+from topology.layout.cabling import End, parts
+from topology.layout.model import Link
 from topology.render.bom import bom_lines
 from topology.render.tables import cabling_csv
 

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import spec_with, stack_layout
 from tests.invariants import check_all, check_growth
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 
 
 def counts(layout):

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from tests.conftest import STACKS, spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches import sonic_frr_conf
 from topology.render.switches.build import iter_intents
 from topology.render.switches.frr import render_frr

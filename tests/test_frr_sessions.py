@@ -10,7 +10,7 @@ import re
 import pytest
 
 from tests.conftest import spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches.build import iter_intents
 from topology.render.switches.frr import render_frr
 

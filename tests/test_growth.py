@@ -11,9 +11,9 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_spec
-from topology.build import build
 from topology.cli import app
-from topology.growth import changed_fields, moves
+from topology.layout.build import build
+from topology.layout.growth import changed_fields, moves
 from topology.render.layout_json import layout_json
 
 runner = CliRunner()
@@ -74,3 +74,27 @@ def yaml_spec(path):
     from topology.spec import load_spec_file
 
     return load_spec_file(str(path))
+
+
+def test_the_same_spec_over_a_changed_catalog_that_moves_gear_is_refused(tmp_path):
+    # The spec alone does not decide the layout: a catalog overlay (a taller node model) moves
+    # installed gear with the spec unchanged. The guard compares the layouts, never just the specs.
+    from topology import catalog
+
+    node = stack_spec("lab").node_model
+    packaged = yaml.safe_load((ROOT / "topology" / "data" / "catalog.yaml").read_text())
+    taller = {**packaged["nodes"][node], "rack_units": packaged["nodes"][node]["rack_units"] + 1}
+    overlay = tmp_path / "site-catalog.yaml"
+    overlay.write_text(yaml.safe_dump({"nodes": {node: taller}}))
+    out, spec = tmp_path / "out", spec_file(tmp_path, "pod")
+    try:
+        assert runner.invoke(app, ["plan", "--spec", str(spec), "--out", str(out)]).exit_code == 0
+        previous = json.loads((out / "layout.json").read_text())
+        catalog.use_overlays([overlay])
+        expected = moves(previous, build(yaml_spec(spec)))
+        assert expected  # the overlay does move gear: the layouts say so
+        refused = runner.invoke(app, ["plan", "--spec", str(spec), "--out", str(out), "--catalog", str(overlay)])
+    finally:
+        catalog.use_overlays([])
+    assert refused.exit_code == 2, refused.output
+    assert f"moves gear the plan in {out} placed ({len(expected)}: {expected[0]}" in refused.output

@@ -14,9 +14,9 @@ from typer.testing import CliRunner
 
 from tests.conftest import ROOT
 from tests.invariants import check_all
-from topology.build import build
 from topology.cli import app
 from topology.errors import SpecError, SpecErrors
+from topology.layout.build import build
 from topology.spec import parse
 
 runner = CliRunner()

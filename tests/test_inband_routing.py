@@ -13,7 +13,7 @@ import subprocess
 import pytest
 
 from tests.conftest import spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 

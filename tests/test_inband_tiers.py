@@ -11,8 +11,8 @@ import pytest
 
 from tests.conftest import spec_with
 from tests.test_gateways import _check_bond_pairs, _check_gateways
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 
 # 64 nodes an SU: compute on SN5600 (64 x 800G, 128 x 400G), storage off, in-band on SN4600C.
 WIDE_SU = {"nodes_per_su": 64, "compute_fabric": {"switch_model": "sn5600"}, "storage_fabric": {"enabled": False}}

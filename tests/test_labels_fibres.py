@@ -11,7 +11,7 @@ from collections import Counter
 from math import ceil
 
 from tests.conftest import spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.labels import labels_csv
 from topology.render.tables import cabling_csv
 

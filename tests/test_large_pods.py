@@ -14,8 +14,8 @@ import pytest
 from tests.invariants import check_all
 from tests.test_gateways import _check_bond_pairs, _check_gateways
 from topology import catalog
-from topology.build import build
-from topology.inband import size_inband
+from topology.layout.build import build
+from topology.layout.inband import size_inband
 from topology.spec import parse
 
 

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from tests.conftest import stack_layout
-from topology.model import Address, Asn, Device, Link, Rack, Tier
+from topology.layout.model import Address, Asn, Device, Link, Rack, Tier
 from topology.render.layout_json import layout_json
 
 TABLES = {"tiers": Tier, "racks": Rack, "devices": Device, "links": Link, "border_links": Link, "addresses": Address,

@@ -11,7 +11,7 @@ import pytest
 
 from tests.conftest import spec_with, stack_layout
 from tests.invariants import check_gateways_owned, check_growth
-from topology.build import build
+from topology.layout.build import build
 
 
 def _routed_graph(layout) -> dict[str, set[str]]:

@@ -11,7 +11,7 @@ import pytest
 from netaddr import IPNetwork
 
 from tests.conftest import stack_layout
-from topology.publish.desired import CABLE_TYPES, ETHERNET_TYPES, INFINIBAND_TYPES, desired_objects
+from topology.render.dcim import CABLE_TYPES, ETHERNET_TYPES, INFINIBAND_TYPES, desired_objects
 from topology.render.netbox import netbox_tables, render_netbox
 
 COLUMNS = {  # NetBox 4.x import fields, per file
@@ -199,7 +199,7 @@ def test_pdu_inputs_are_cabled_to_their_feeds(tables):
 
 
 def test_pdu_plug_follows_its_circuit():
-    from topology.publish.desired import pdu_inlet
+    from topology.render.dcim import pdu_inlet
     assert pdu_inlet(415, 3) == "iec-60309-3p-n-e-6h"  # 240/415 V wye: 3P+N+E at 6 h
     assert pdu_inlet(208, 3) == "iec-60309-3p-e-9h"  # 208 V delta (APC AP8886): 3P+E at 9 h
     assert pdu_inlet(230, 1) == "" and pdu_inlet(480, 3) == ""

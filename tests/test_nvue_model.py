@@ -117,7 +117,7 @@ def test_lossless_ports_turn_the_pfc_watchdog_on_in_the_models_words():
 @pytest.mark.parametrize("release", ["5.14", NEWEST_RELEASE])
 def test_vrr_is_turned_on_wherever_the_plan_gives_a_switch_a_virtual_gateway(release):
     from tests.conftest import spec_with
-    from topology.build import build
+    from topology.layout.build import build
 
     layout = build(spec_with("lab", switch_software={"cumulus_release": release}))
     # the plan's shared gateways: an address named <svi>-v0 on both switches of a pair
@@ -259,7 +259,7 @@ def test_a_release_without_gnmi_is_refused_unless_gnmi_is_off():
 @pytest.mark.parametrize("pairing", ["mlag"])  # evpn_mh is refused until its control plane is rendered
 def test_host_bonds_bypass_lacp_and_are_stp_edges_with_bpdu_guard(pairing):
     from tests.conftest import spec_with
-    from topology.build import build
+    from topology.layout.build import build
 
     layout = build(spec_with("lab", management={"inband": {"pairing": pairing}}))
     # the plan's host bonds: a node's, mgmt node's or appliance's links to an in-band pair
@@ -279,7 +279,7 @@ def test_host_bonds_bypass_lacp_and_are_stp_edges_with_bpdu_guard(pairing):
 @pytest.mark.parametrize("release", ["5.14", NEWEST_RELEASE])
 def test_bfd_runs_on_every_session_between_the_pods_switches_and_not_toward_the_site(release):
     from tests.conftest import spec_with
-    from topology.build import build
+    from topology.layout.build import build
 
     layout = build(spec_with("lab", switch_software={"cumulus_release": release},
                              switch_services={"bfd_interval_ms": 250, "bfd_multiplier": 4}))

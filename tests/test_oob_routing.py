@@ -17,7 +17,7 @@ import yaml
 
 from tests.conftest import spec_with, stack_layout
 from tests.invariants import check_growth
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import BORDER_IN, render_frr
 from topology.render.switches.nvue import render_nvue

@@ -15,13 +15,13 @@ import yaml
 from netaddr.strategy.ipv4 import int_to_str
 
 from tests.conftest import STACKS, stack_layout
-from topology.cabling import CABLED_FIELDS
-from topology.model import Link
+from topology.layout.cabling import CABLED_FIELDS
+from topology.layout.model import Link
 from topology.render import inventory
 from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar
 from topology.render.switches.sections import _bounds, _spanning, address_key, network_key
-from topology.render.tables import _csv
+from topology.render.tables import csv_text
 
 
 def test_integer_spanning_prefix_is_netaddrs():
@@ -76,7 +76,7 @@ def test_generated_vars_read_back_as_a_plain_yaml_dump(name):
 
 
 def test_csv_writes_what_the_csv_module_writes():
-    """tables._csv joins plain blocks of rows itself: byte for byte the csv module's output, with
+    """tables.csv_text joins plain blocks of rows itself: byte for byte the csv module's output, with
     quoting, None, lone empty fields, rows as iterators, and blocks before and after a quoted row."""
     rng = random.Random(17)
     plain = ["a", "leaf-01", "", 0, 7, 2.5, True, "None", "ünï", " sp "]
@@ -92,4 +92,4 @@ def test_csv_writes_what_the_csv_module_writes():
         writer = csv.writer(want, lineterminator="\n")
         writer.writerow(["h1", "h,2"])
         writer.writerows(rows)
-        assert _csv(["h1", "h,2"], iter([*rows[:-1], iter(rows[-1])])) == want.getvalue()  # a row as an iterator
+        assert csv_text(["h1", "h,2"], iter([*rows[:-1], iter(rows[-1])])) == want.getvalue()  # a row as an iterator

@@ -12,8 +12,8 @@ import pytest
 
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecError, SpecErrors
+from topology.layout.build import build
 from topology.render.tables import racks_csv
 
 

@@ -7,7 +7,7 @@ import netaddr
 import pytest
 
 from tests.conftest import spec_with, stack_layout
-from topology.build import build
+from topology.layout.build import build
 
 
 def _leaf_blocks(layout) -> dict[str, netaddr.IPSet]:

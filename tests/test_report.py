@@ -15,8 +15,8 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
 from topology.cli import app
+from topology.layout.build import build
 from topology.render.bom import bom_csv, bom_lines
 from topology.render.labels import labels_csv
 from topology.render.report import render_report

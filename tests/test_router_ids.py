@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches.build import iter_intents
 
 GROWTH = [

@@ -17,8 +17,8 @@ from pydantic import ValidationError
 from tests.conftest import spec_with, stack_layout
 from tests.slurm_daemon import MISSING, SCONTROL, local_conf, slurmctld
 from topology import catalog
-from topology.build import build
-from topology.diff import diff_layouts
+from topology.layout.build import build
+from topology.render.diff import diff_layouts
 from topology.render.slurm_files import render_slurm
 from topology.render.slurm_plan import hostlist
 
@@ -150,3 +150,23 @@ def test_diff_lists_the_scheduler_changes_of_a_new_su():
     su2 = hostlist(d.name for d in new.role("gpu_node") if d.su == 2)
     assert f"topology.conf: SwitchName=su02 Nodes={su2}" in added
     assert any(a.startswith("slurm.conf: NodeName=su02-") for a in added)
+
+
+def test_plan_builds_the_slurm_plan_once(monkeypatch, tmp_path):
+    """`superpod plan` renders the inventory (superpod_slurm) and build/<stack>/slurm/ from one Slurm
+    plan: building it walks every GPU node and compute link, so it is built once, not per artifact."""
+    from topology.render import artifacts, inventory, slurm_files, slurm_plan
+
+    built = []
+
+    def counting(layout):
+        built.append(layout)
+        return slurm_plan.slurm_plan(layout)
+
+    for module in (artifacts, inventory, slurm_files):
+        if hasattr(module, "slurm_plan"):
+            monkeypatch.setattr(module, "slurm_plan", counting)
+    files = artifacts.render_artifacts(stack_layout("lab"), tmp_path / "out", tmp_path / "inv")
+    assert len(built) == 1
+    assert tmp_path / "out" / "slurm" / "topology.conf" in files
+    assert "superpod_slurm" in files[tmp_path / "inv" / "group_vars" / "all" / "00_generated.yml"]

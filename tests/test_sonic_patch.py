@@ -19,7 +19,7 @@ import pytest
 from ansible_collections.community.general.plugins.filter.json_patch import FilterModule as JsonPatchFilters
 
 from tests.conftest import ROOT, spec_with
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches import render_switch_configs
 
 _spec = importlib.util.spec_from_file_location(

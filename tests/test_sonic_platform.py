@@ -19,8 +19,8 @@ import pytest
 
 from tests.conftest import ROOT, spec_with
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.sonic import config_db
 

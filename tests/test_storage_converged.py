@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import spec_with
 from tests.invariants import check_all, check_growth
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 from topology.render.inventory import render_inventory
 from topology.render.switches.build import build_intents
 

@@ -9,8 +9,8 @@ import pytest
 
 from tests.conftest import spec_with
 from tests.invariants import check_all, check_growth
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 
 # 64 nodes an SU on SN5600 compute leaves: 128 storage ports at 200G do not fit one SN5400.
 WIDE = {"nodes_per_su": 64, "compute_fabric": {"switch_model": "sn5600"}}

@@ -11,8 +11,8 @@ import yaml
 
 from tests.conftest import spec_with
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecErrors
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.nvue_model import check_startup

@@ -12,7 +12,7 @@ from ansible.plugins.loader import init_plugin_loader
 from ansible.vars.manager import VariableManager
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
+from topology.layout.build import build
 from topology.render.artifacts import render_artifacts
 from topology.render.files import write_all
 from topology.render.switches import render_switch_configs

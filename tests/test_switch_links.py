@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from tests.conftest import spec_with, stack_layout
 from tests.invariants import check_all, check_growth, check_switch_links
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 from topology.render.summary import summary
 
 

@@ -29,7 +29,7 @@ import yaml
 
 from tests.conftest import spec_with
 from tests.e2e.labpod import ROOT, docker, drift_json, last_run, plan, superpod, wait_booted
-from topology.build import build
+from topology.layout.build import build
 from topology.operate.events import host_problems, host_tallies, load_events
 from topology.render.files import write_all
 from topology.render.switches import render_switch_configs

@@ -11,7 +11,7 @@ import yaml
 
 from tests.conftest import spec_with
 from topology import catalog
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.intent import Bfd

@@ -90,3 +90,18 @@ def test_without_the_site_lines_drift_reports_them(lab):
     hosts["all"]["hosts"][HOST]["switch_fabric_extra_nvue"] = {}
     (lab / "hosts.yml").write_text(yaml.safe_dump(hosts))
     assert _play(lab, "--check", "--diff")["changed"] > 0
+
+
+def test_a_snippet_the_nvue_model_refuses_stops_the_push_naming_its_path(lab):
+    """A misspelt key in the site's lines: NVIDIA's NVUE model refuses the merged plan before anything
+    is pushed, naming the path."""
+    hosts = yaml.safe_load((lab / "hosts.yml").read_text())
+    hosts["all"]["hosts"][HOST]["switch_fabric_extra_nvue"] = {"system": {"message": {"pre-logn": "x"}}}
+    (lab / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    before = (lab / "nvue" / "applied.yaml").read_text()
+    env = dict(os.environ, ANSIBLE_CONFIG=str(lab / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
+    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(lab / "hosts.yml"), str(lab / "play.yml")],
+                          capture_output=True, text=True, env=env, check=False)
+    assert proc.returncode != 0
+    assert "system.message.pre-logn: unknown key" in proc.stdout, proc.stdout[-2000:]
+    assert (lab / "nvue" / "applied.yaml").read_text() == before

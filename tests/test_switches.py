@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches import render_switch_configs
 from topology.render.switches.build import build_intents
 from topology.render.switches.nvue import render_nvue
@@ -213,7 +213,7 @@ def test_golden(stack, device, name, changes):
 
 
 def test_diff_lists_per_switch_what_changes():
-    from topology.diff import diff_layouts
+    from topology.render.diff import diff_layouts
 
     grown = build(spec_with("lab", scalable_units=2))
     changes = diff_layouts(stack_layout("lab"), grown)["switch configs"]

@@ -7,8 +7,8 @@ import pytest
 
 from tests.conftest import spec_with, stack_layout
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecError, SpecErrors
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.sonic import config_db
 from topology.render.switches.sonic_yang import validate

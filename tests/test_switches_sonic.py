@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import spec_with
 from topology import catalog
-from topology.build import build
+from topology.layout.build import build
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 from topology.render.switches.sonic import config_db

@@ -1,6 +1,6 @@
 """superpod topology: a pod spec becomes the whole layout of a GPU SuperPOD."""
 
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 
 __all__ = ["build", "SpecError"]

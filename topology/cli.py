@@ -15,10 +15,10 @@ from rich.live import Live
 from rich.spinner import Spinner
 from rich.text import Text
 
-from topology.build import build
 from topology.errors import SpecError, SpecErrors, plain
 from topology.gc_tuning import collector_paused
-from topology.growth import check_growth
+from topology.layout.build import build
+from topology.layout.growth import check_growth
 from topology.spec import PodSpec, json_schema, load_spec_file, load_spec_or_stack_file, load_stack_file
 
 app = typer.Typer(
@@ -109,7 +109,7 @@ CATALOGS: ContextVar[tuple[Path, ...]] = ContextVar("catalogs", default=())
 def stack_catalogs(stack_file: Path) -> list[Path]:
     """The catalog overlays a stack file names (`config: superpod:catalog: FILE or [FILE, ...]`),
     relative to the stack file's folder."""
-    from topology import strict_yaml
+    from topology.spec import strict_yaml
 
     data = strict_yaml.load_file(str(stack_file))
     config = data.get("config") if isinstance(data, dict) else None
@@ -202,7 +202,7 @@ def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Pat
     with Progress(err) as progress:
         progress.step(f"{name}: building the layout")
         layout = layout_of(pod)
-        if not allow_moves:  # gear the last plan placed stays where it is (topology/growth.py)
+        if not allow_moves:  # gear the last plan placed stays where it is (topology/layout/growth.py)
             try:
                 check_growth(out_dir / "layout.json", layout)
             except SpecError as e:
@@ -361,7 +361,7 @@ def diff(
     """List devices, cables and addresses added, removed or changed from OLD to NEW (or, with
     --nautobot, between the plan of OLD and what Nautobot holds). Exits 0 when they are the same,
     1 when they differ."""
-    from topology.diff import diff_layouts
+    from topology.render.diff import diff_layouts
 
     JSON_ERRORS.set(json_out)
     CATALOGS.set(tuple(catalog or ()))

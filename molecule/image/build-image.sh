@@ -25,6 +25,7 @@ deb $security_mirror bookworm-security main contrib non-free non-free-firmware
 SRC
 cp "$here/apt.conf" "$root/etc/apt/apt.conf.d/90superpod-molecule"
 cp "$here/dpkg-nodoc.cfg" "$root/etc/dpkg/dpkg.cfg.d/90superpod-nodoc"
+cp "$here/dpkg-unsafe-io.cfg" "$root/etc/dpkg/dpkg.cfg.d/90superpod-unsafe-io"
 
 # systemd in a container: nothing that needs real hardware or a console.
 for unit in getty@tty1.service console-getty.service serial-getty@ttyS0.service \

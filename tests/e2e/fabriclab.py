@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from tests.e2e.labpod import docker, ensure_image
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.switches.build import build_intents
 from topology.render.switches.frr import render_frr
 

@@ -53,7 +53,7 @@ def ensure_image() -> str:
 
 def plan(stack: str) -> Path:
     # --allow-moves: the lab's containers are made from each plan, so a build/<stack> left by older
-    # code that placed gear elsewhere is no installed pod to protect (topology/growth.py)
+    # code that placed gear elsewhere is no installed pod to protect (topology/layout/growth.py)
     subprocess.run([*SUPERPOD, "plan", "--stack", stack, "--json", "--allow-moves"], cwd=ROOT, check=True,
                    capture_output=True)
     return ROOT / "inventories" / stack
@@ -94,17 +94,41 @@ class LabPod:
         self.inventory_dir = plan(stack)
         self.hosts = planned_hosts(self.inventory_dir, groups)
         self.containers = {h: f"{self.session}-{h}" for h in self.hosts}
+        self.extra: dict[str, str] = {}  # add_host(): planned hosts outside the groups
 
     # ---- containers -------------------------------------------------------------------
     def start(self, image: str) -> None:
-        """Same flags as the molecule scenarios: systemd as PID 1 with SYS_ADMIN and the cgroup mount."""
         self.remove_orphans()
         for host, name in self.containers.items():
-            docker("run", "-d", "--name", name, "--hostname", host, "--label", f"superpod-e2e={self.session}",
-                   "--cap-add", "SYS_ADMIN", "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
-                   "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", image, "/sbin/init")
+            self._run_container(host, name, image)
         with ThreadPoolExecutor(len(self.containers)) as pool:
             list(pool.map(wait_booted, self.containers.values()))
+
+    def _run_container(self, host: str, name: str, image: str) -> None:
+        """Same flags as the molecule scenarios: systemd as PID 1 with SYS_ADMIN and the cgroup mount."""
+        docker("run", "-d", "--name", name, "--hostname", host, "--label", f"superpod-e2e={self.session}",
+               "--cap-add", "SYS_ADMIN", "--cgroupns", "host", "-v", "/sys/fs/cgroup:/sys/fs/cgroup:rw",
+               "--tmpfs", "/run", "--tmpfs", "/run/lock", "--tmpfs", "/tmp", image, "/sbin/init")
+
+    def add_host(self, host: str, image: str) -> str:
+        """One more planned host outside the pod's groups (the Slurm controller, a management node),
+        started and reached like the others, but not in .hosts: the runs over the groups leave it
+        out. Returns its container; remove_host(host) takes it away."""
+        name = f"{self.session}-{host}"
+        self._run_container(host, name, image)
+        wait_booted(name)
+        self.extra[host] = name
+        if getattr(self, "connection", None) == "ssh":
+            self._authorize(host)
+            with self.known_hosts.open("a") as f:
+                f.write(self._host_key_lines(host))
+        return name
+
+    def remove_host(self, host: str) -> None:
+        docker("rm", "-f", "-v", self.extra.pop(host), check=False)
+
+    def container(self, host: str) -> str:
+        return self.containers.get(host) or self.extra[host]
 
     @staticmethod
     def remove_orphans() -> None:
@@ -130,11 +154,11 @@ class LabPod:
             self.write_overlay(self.overlay, "ssh")
 
     def sh(self, host: str, script: str, check: bool = True) -> subprocess.CompletedProcess:
-        return docker("exec", self.containers[host], "sh", "-c", script, check=check)
+        return docker("exec", self.container(host), "sh", "-c", script, check=check)
 
     def ip(self, host: str) -> str:
         return docker("inspect", "-f", "{{range .NetworkSettings.Networks}}{{.IPAddress}}{{end}}",
-                      self.containers[host]).stdout.strip()
+                      self.container(host)).stdout.strip()
 
     # ---- SSH, as real nodes are reached ----------------------------------------------------
     def enable_ssh(self, keydir: Path) -> None:
@@ -144,12 +168,15 @@ class LabPod:
         if not self.ssh_key.exists():
             subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", self.session, "-f", str(self.ssh_key)],
                            check=True)
-        pub = self.ssh_key.with_suffix(".pub").read_text().strip()
         for host in self.hosts:
-            self.sh(host, f"install -d -m 700 /root/.ssh && echo '{pub}' > /root/.ssh/authorized_keys"
-                          " && systemctl start ssh.service")
+            self._authorize(host)
         self.known_hosts = keydir / "known_hosts"
         self.known_hosts.write_text("".join(self._host_key_lines(h) for h in self.hosts))
+
+    def _authorize(self, host: str) -> None:
+        pub = self.ssh_key.with_suffix(".pub").read_text().strip()
+        self.sh(host, f"install -d -m 700 /root/.ssh && echo '{pub}' > /root/.ssh/authorized_keys"
+                      " && systemctl start ssh.service")
 
     def _host_key_lines(self, host: str) -> str:
         pubkey = self.sh(host, "cat /etc/ssh/ssh_host_ed25519_key.pub").stdout.split()
@@ -160,13 +187,17 @@ class LabPod:
         """Planned hosts -> containers, over SSH (enable_ssh first) or docker exec (`docker`)."""
         self.overlay = path
         self.connection = connection
-        hosts = {h: {**self._connection_vars(h, connection), **copy.deepcopy(CONTAINER_SWITCHES)} for h in self.hosts}
-        path.write_text("# e2e overlay: planned hosts -> containers\n" + yaml.safe_dump({"all": {"hosts": hosts}}))
+        path.write_text("# e2e overlay: planned hosts -> containers\n"
+                        + yaml.safe_dump({"all": {"hosts": self.overlay_hosts(self.hosts)}}))
         return path
+
+    def overlay_hosts(self, hosts) -> dict[str, dict]:
+        """Each host's overlay variables: how to reach its container, and the container switches."""
+        return {h: {**self._connection_vars(h, self.connection), **copy.deepcopy(CONTAINER_SWITCHES)} for h in hosts}
 
     def _connection_vars(self, host: str, connection: str) -> dict:
         if connection == "docker":
-            return {"ansible_connection": "community.docker.docker_api", "ansible_host": self.containers[host]}
+            return {"ansible_connection": "community.docker.docker_api", "ansible_host": self.container(host)}
         # ansible.cfg's ssh_args (pipelining, ControlPersist) apply as on a real pod
         return {"ansible_connection": "ssh", "ansible_host": self.ip(host), "ansible_user": "root",
                 "ansible_ssh_private_key_file": str(self.ssh_key),

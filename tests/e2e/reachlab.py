@@ -32,8 +32,8 @@ import netaddr
 
 from tests.e2e.fabriclab import Cable, FabricLab
 from tests.e2e.labpod import docker
-from topology.border import SITE_BORDER
-from topology.model import Layout
+from topology.layout.border import SITE_BORDER
+from topology.layout.model import Layout
 from topology.render.switches.build import FABRIC_OF_ROLE
 from topology.render.switches.frr import render_frr
 

@@ -14,7 +14,7 @@ import pytest
 from tests.conftest import spec_with
 from tests.e2e.fabriclab import FabricLab
 from tests.e2e.labpod import docker
-from topology.build import build
+from topology.layout.build import build
 
 pytestmark = pytest.mark.e2e
 

@@ -1,6 +1,6 @@
 """Real BGP on the OOB network: the lab pod's rack OOB switches, OOB aggregation switches and
 in-band cores run FRR with the frr.conf `superpod plan` renders for them, wired by veth pairs
-named from the plan's OOB cables (topology/oob_routing.py). Each switch's management gateways
+named from the plan's OOB cables (topology/layout/oob_routing.py). Each switch's management gateways
 sit on an interface named as its SVI, so a rack subnet and the mgmt nodes' subnet are
 connected routes, as on the switches. No node container takes part; the cores' sessions to the
 site's border routers have no far end here and stay down.

@@ -28,8 +28,8 @@ from tests.conftest import spec_with
 from tests.e2e.fabriclab import fabric_image
 from tests.e2e.labpod import TIMINGS, ensure_image
 from tests.e2e.reachlab import SITE_ASN, ReachLab
-from topology.border import SITE_BORDER
-from topology.build import build
+from topology.layout.border import SITE_BORDER
+from topology.layout.build import build
 from topology.render.switches.build import site_announce
 
 pytestmark = pytest.mark.e2e

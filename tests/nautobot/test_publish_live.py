@@ -14,11 +14,11 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
 from topology.cli import app
-from topology.publish.desired import desired_objects
+from topology.layout.build import build
 from topology.publish.nautobot import Nautobot, read_token
 from topology.publish.sync import sync
+from topology.render.dcim import desired_objects
 
 pytestmark = [pytest.mark.nautobot, pytest.mark.timeout(2400)]
 PAGE = 20  # the publisher's page size here: the lab pod's larger types span many pages, as roce-1k's do at 1000

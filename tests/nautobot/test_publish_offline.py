@@ -14,13 +14,13 @@ import pytest
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_layout
-from topology.build import build
 from topology.catalog import load as load_catalog
 from topology.cli import app
 from topology.errors import SpecError
-from topology.publish.desired import OWNER_TAG, desired_objects
+from topology.layout.build import build
 from topology.publish.nautobot import Nautobot, NautobotError, read_token
 from topology.publish.sync import sync
+from topology.render.dcim import OWNER_TAG, desired_objects
 
 
 class FakeNautobot:
@@ -249,7 +249,7 @@ def test_power_is_published_and_republish_changes_nothing(published):
 def test_reads_skip_m2m_fields_only_where_no_tags_are_compared():
     """exclude_m2m drops tags and content types from a read: fine where neither is compared (lighter
     pages), never where ownership (the superpod tag) or content types are checked."""
-    from topology.publish.sync import kinds
+    from topology.publish.kinds import kinds
     server = FakeNautobot()
     seen: dict[str, dict] = {}
     plain = server.list

@@ -18,8 +18,8 @@ import yaml
 from tests.conftest import spec_with
 from tests.roles.playbook import debug_values, run_play
 from tests.roles.test_host_network import NODE, POD, render_tasks
-from topology.build import build
 from topology.errors import SpecError
+from topology.layout.build import build
 from topology.render.inventory import render_inventory
 
 DNS = {"servers": ["10.16.0.53", "10.16.0.54"], "search": ["pod.example.net", "example.net"]}

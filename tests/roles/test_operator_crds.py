@@ -26,7 +26,7 @@ CRDS = load_crds(NET_DATA / "crds-v26.4.1", NET_DATA / "nv-ipam-v0.4.0")
 def rail_plan(kind: str, sus: int = 2, nodes: int = 3, rails: int = 2) -> dict[str, dict]:
     """gpu_nodes host vars shaped as `superpod plan` writes them (RailVars): InfiniBand with IPoIB has
     one subnet per rail across the pod and no gateway; RoCE per_leaf one subnet per rail leaf with
-    the leaf's .1 as gateway (topology/ipam.py). The planner sizes those subnets for the nodes alone
+    the leaf's .1 as gateway (topology/layout/ipam.py). The planner sizes those subnets for the nodes alone
     (no room for pods, see docs/kubernetes.md), so these subnets are planned with room."""
     hv = {}
     for s in range(1, sus + 1):

@@ -4,12 +4,10 @@ written atomically (a reader sees the old file or the new one)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import uuid
 from pathlib import Path
 
-from topology.render.files import fsync_dir
+from topology.render.files import write_atomic
 
 
 def private_dir(path: Path) -> Path:
@@ -24,17 +22,4 @@ def write_private(path: Path, content: str) -> None:
     """Writes `path` 0600 in a private folder; no reader ever sees it half-written."""
     path = Path(path)
     private_dir(path.parent)
-    tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            os.fchmod(f.fileno(), 0o600)
-            f.write(content.encode("utf-8"))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
-    fsync_dir(path.parent)
+    write_atomic(path, content, mode=0o600)

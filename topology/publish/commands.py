@@ -12,10 +12,10 @@ from rich.console import Console
 from rich.table import Table
 
 from topology.errors import plain
-from topology.model import Layout
-from topology.publish.desired import desired_objects
+from topology.layout.model import Layout
 from topology.publish.nautobot import Nautobot, NautobotError, read_token
 from topology.publish.sync import Report, sync
+from topology.render.dcim import desired_objects
 
 SIGNS = {"create": "+", "update": "~", "delete": "-", "conflict": "!"}
 

@@ -34,7 +34,7 @@ def render_files(pod: dict, out_dir: str, inventory_dir: str, layout=None) -> di
     """Path (as given, usually relative to the project) -> content of the generated files,
     exactly what `superpod plan` renders for this spec (`layout`: already built from it).
     The overrides seed is not among them."""
-    from topology.build import build
+    from topology.layout.build import build
     from topology.render.artifacts import render_artifacts
     from topology.render.inventory import OVERRIDES
     from topology.spec import parse

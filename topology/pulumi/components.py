@@ -8,7 +8,7 @@ from collections import Counter
 
 import pulumi
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.pulumi.records import LayoutRecord, Slice, slice_layout
 
 SWITCH_ROLES = {"leaf", "spine", "core", "storage_leaf", "storage_spine", "inband_switch", "inband_spine",

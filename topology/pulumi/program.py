@@ -9,9 +9,9 @@ from pathlib import Path
 import pulumi
 
 from topology import catalog
-from topology.build import build
 from topology.errors import SpecError
-from topology.model import Layout
+from topology.layout.build import build
+from topology.layout.model import Layout
 from topology.pulumi.ansible_run import AnsibleRun
 from topology.pulumi.artifact_tree import ArtifactTree
 from topology.pulumi.artifacts import SEED, Artifact, render_files

@@ -19,8 +19,8 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, Resource, ResourceProvider, UpdateResult
 
-from topology.model import Device, Layout, Link, Rack
-from topology.names import row_letters
+from topology.layout.model import Device, Layout, Link, Rack
+from topology.layout.names import row_letters
 
 # pod-wide devices (no SU) by role -> the tier that holds them
 TIER_OF_ROLE = {

@@ -6,13 +6,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.bom import bom_csv
 from topology.render.inventory import render_inventory
 from topology.render.labels import labels_csv
 from topology.render.layout_json import layout_json
 from topology.render.netbox import iter_netbox
 from topology.render.slurm_files import render_slurm
+from topology.render.slurm_plan import slurm_plan
 from topology.render.switches import iter_switch_configs
 from topology.render.tables import asns_csv, cabling_csv, devices_csv, ipplan_csv, racks_csv
 from topology.render.telemetry import render_telemetry
@@ -35,11 +36,12 @@ def iter_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> Iterat
     out_dir = Path(out_dir)
     for name, render in TABLES.items():
         yield out_dir / name, render(layout)
-    yield from render_inventory(layout, Path(inventory_dir)).items()
+    slurm = slurm_plan(layout)  # one build for the inventory's superpod_slurm and the slurm/ files
+    yield from render_inventory(layout, Path(inventory_dir), slurm).items()
     yield from iter_switch_configs(layout, out_dir)
     yield from render_telemetry(layout, out_dir).items()  # telemetry/: scrape targets, rules, dashboard
     yield from iter_netbox(layout, out_dir)  # netbox/: bulk-import CSVs (docs/nautobot.md)
-    yield from render_slurm(layout, out_dir).items()  # slurm/: slurm.conf, gres.conf, topology.conf (docs/slurm.md)
+    yield from render_slurm(layout, out_dir, slurm).items()  # slurm/: slurm.conf, gres.conf, ... (docs/slurm.md)
 
 
 def render_artifacts(layout: Layout, out_dir: Path, inventory_dir: Path) -> dict[Path, str]:

@@ -14,9 +14,9 @@ from dataclasses import dataclass
 from math import ceil
 
 from topology import catalog
-from topology.cabling import OPTICAL
-from topology.model import Layout
-from topology.render.tables import _csv
+from topology.layout.cabling import OPTICAL
+from topology.layout.model import Layout
+from topology.render.tables import csv_text
 
 CATEGORY_ORDER = ("node", "switch", "server", "pdu", "cdu", "transceiver", "cable")
 LENGTH_ORDER = {"in_rack": 0, "same_row": 1, "cross_row": 2, "border": 3, "": 4}
@@ -112,7 +112,7 @@ def bom_lines(layout: Layout) -> list[BomLine]:
 
 
 def bom_csv(layout: Layout) -> str:
-    return _csv(
+    return csv_text(
         ["category", "part", "description", "length_class", "quantity", "spares", "total", "used_as"],
         ((b.category, b.part, b.description, b.length_class, b.quantity, b.spares, b.total, b.used_as)
          for b in bom_lines(layout)),

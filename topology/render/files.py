@@ -83,16 +83,20 @@ def _write_new(path: Path, data: bytes, mode: int) -> None:
         os.close(fd)
 
 
-def write_atomic(path: Path, content: str) -> bool:
-    """Writes `content` to `path` unless it is already there; returns True when it changed."""
+def write_atomic(path: Path, content: str, mode: int | None = None) -> bool:
+    """Writes `content` to `path` unless it is already there with that mode; returns True when it
+    changed. `mode` is set exactly (a private record's 0600); without it the file keeps its mode,
+    a secret is 0600 and a new file follows the umask. The temp file is created O_EXCL|O_NOFOLLOW
+    and renamed over `path`: a link at `path` is replaced, never written through."""
     path = Path(path)
     data = content.encode("utf-8")
-    if _same_bytes(path, data):
+    existing = _existing_mode(path)
+    if _same_bytes(path, data) and (mode is None or existing == mode):
         return False
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.parent / f".{path.name}.{uuid.uuid4().hex[:12]}.tmp"
     try:
-        _write_new(tmp, data, _mode_for(path, _existing_mode(path)))
+        _write_new(tmp, data, mode if mode is not None else _mode_for(path, existing))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

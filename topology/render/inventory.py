@@ -16,11 +16,11 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from topology import catalog
-from topology.model import Device, Layout
-from topology.names import row_letters
+from topology.layout.model import Device, Layout
+from topology.layout.names import row_letters
 from topology.render import rollout
 from topology.render.files import GENERATED
-from topology.render.slurm_plan import slurm_plan
+from topology.render.slurm_plan import SlurmPlan, slurm_plan
 from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
 
 ROLE_GROUPS = {
@@ -88,6 +88,7 @@ class GpuNodeVars(_Vars):
     superpod_nvswitch: bool
     superpod_numa_nodes: int
     superpod_fabric_kind: str
+    superpod_rail_speed_gbps: int  # the node model's compute NIC speed (node_check reads the HCA port rate)
     superpod_inband_interface: str
     superpod_inband_address: str  # with prefix length (roles/host_network configures the bond with it)
     superpod_inband_members: list[str]
@@ -170,6 +171,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports) ->
         superpod_nvswitch=node.nvswitch,
         superpod_numa_nodes=node.numa_nodes,
         superpod_fabric_kind=kind,
+        superpod_rail_speed_gbps=node.compute_nic_speed_gbps,
         superpod_inband_interface=inband.interface if inband else "bond0",
         superpod_inband_address=inband.address if inband else "",
         superpod_inband_members=[n.netdev("ethernet") for n in node.inband_nics],
@@ -274,8 +276,9 @@ def ethernet_switch_os(layout: Layout, d: Device) -> str | None:
     return switch_os(layout.spec, fabric)
 
 
-def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
-    """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/)."""
+def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -> dict[Path, str]:
+    """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/); `slurm`: the
+    Slurm plan when the caller built it already (`superpod plan` also writes the Slurm files from it)."""
     addr, by_pool, asn, rows = _index(layout)
     leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
     service_members: dict[str, list[str]] = {}  # mgmt nodes' and appliances' in-band bond members
@@ -351,7 +354,7 @@ def render_inventory(layout: Layout, root: Path) -> dict[Path, str]:
         "superpod_bmc_password": "{{ vault_bmc_password | default('') }}",
         "superpod_munge_key": "{{ vault_munge_key | default('') }}",  # Slurm's shared key (roles/munge)
         # The scheduler's view of the plan (roles/slurm templates slurm.conf, gres.conf, topology.conf from it)
-        "superpod_slurm": slurm_plan(layout).model_dump(),
+        "superpod_slurm": (slurm or slurm_plan(layout)).model_dump(),
         "superpod_monitoring": _monitoring(layout, by_pool, rows),
     }
     files = {

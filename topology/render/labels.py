@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topology.model import Layout, Link
-from topology.render.tables import _csv
+from topology.layout.model import Layout, Link
+from topology.render.tables import csv_text
 
 TIER_CODE = {
     "node-leaf": "NL",
@@ -38,7 +38,7 @@ TIER_CODE = {
 }
 
 
-@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per cable (topology/model.py)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per cable (topology/layout/model.py)
 class CableLabel:
     cable_id: str
     link: Link
@@ -139,4 +139,4 @@ def labels_csv(layout: Layout) -> str:
                        a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
                        lk.tier, lk.media, lk.length_class, lk.speed_gbps, k, n)
 
-    return _csv(HEADER, rows())
+    return csv_text(HEADER, rows())

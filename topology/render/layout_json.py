@@ -2,7 +2,7 @@
 
 Each table is `{"columns": [field, ...], "rows": [[value, ...], ...]}`: the field names once
 per table, not once per record (they were over half the document, 188 MB at 100k GPUs). A
-reader rebuilds records with `dict(zip(columns, row))`, or `Link(*row)` from topology.model."""
+reader rebuilds records with `dict(zip(columns, row))`, or `Link(*row)` from topology.layout.model."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import dataclasses
 import json
 from operator import attrgetter
 
-from topology.model import Address, Asn, Device, Layout, Link, Rack, Tier
+from topology.layout.model import Address, Asn, Device, Layout, Link, Rack, Tier
 
 
 def _table(cls, items) -> dict:

@@ -19,7 +19,7 @@ pod's size, so site.yml stays static, and `--limit` only ever removes switches f
 
 from __future__ import annotations
 
-from topology.model import Device
+from topology.layout.model import Device
 from topology.render.switches.pairing import side as pair_side
 
 # The tiers, in rollout order: access switches first (a wrong configuration there costs the

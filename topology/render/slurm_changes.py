@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
+from topology.render.change_list import Changes
 from topology.render.slurm_files import render_slurm
 
 
@@ -17,8 +18,6 @@ def _lines(layout: Layout) -> set[str]:
 
 
 def scheduler_changes(old: Layout, new: Layout):
-    """Changes (see topology.diff): `slurm.conf: NodeName=su05-node[01-04] ...` added or removed."""
-    from topology.diff import Changes
-
+    """Changes (topology/render/change_list.py): `slurm.conf: NodeName=su05-node[01-04] ...` added or removed."""
     a, b = _lines(old), _lines(new)
     return Changes(added=sorted(b - a), removed=sorted(a - b))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.files import GENERATED
 from topology.render.slurm_plan import SlurmPlan, slurm_plan
 
@@ -91,9 +91,9 @@ def cgroup_conf(plan: SlurmPlan, cgroup: dict[str, str] = CGROUP) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render_slurm(layout: Layout, out_dir: Path) -> dict[Path, str]:
-    """The four files under <out>/slurm/."""
-    plan = slurm_plan(layout)
+def render_slurm(layout: Layout, out_dir: Path, plan: SlurmPlan | None = None) -> dict[Path, str]:
+    """The four files under <out>/slurm/ (from `plan` when the caller built it already)."""
+    plan = plan or slurm_plan(layout)
     base = Path(out_dir) / "slurm"
     return {
         base / "slurm.conf": slurm_conf(plan),

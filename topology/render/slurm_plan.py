@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from pydantic import BaseModel, ConfigDict
 
 from topology import catalog
-from topology.model import Layout
+from topology.layout.model import Layout
 
 # RealMemory is what slurmd may hand to jobs: below the DIMMs' total, since firmware and the
 # kernel keep some (slurmd drains a node whose RealMemory exceeds what it finds: "Low RealMemory").

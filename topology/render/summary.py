@@ -7,10 +7,10 @@ from math import gcd
 
 from rich.table import Table
 
-from topology.model import Layout
+from topology.layout.model import Layout
 
 
-def _ratio(down: int, up: int) -> str:
+def ratio_text(down: int, up: int) -> str:
     if not up:
         return "-"
     g = gcd(down, up)
@@ -26,7 +26,7 @@ def summary(layout: Layout) -> dict:
         "gpus": layout.facts["gpus"],
         "fabric_tiers": layout.facts["tiers"],
         "switches": {t.role: t.switches for t in layout.tiers},
-        "oversubscription": {t.role: _ratio(t.down_gbps, t.up_gbps) for t in layout.tiers if t.up_ports},
+        "oversubscription": {t.role: ratio_text(t.down_gbps, t.up_gbps) for t in layout.tiers if t.up_ports},
         "devices": dict(roles),
         "cables": dict(tiers),
         "racks": len(layout.racks),
@@ -43,7 +43,7 @@ def summary_tables(layout: Layout) -> list[Table]:
     for col in ("fabric", "tier", "switches", "model", "speed", "down:up"):
         head.add_column(col, justify="right" if col in ("switches", "speed") else "left")
     for t in layout.tiers:
-        head.add_row(t.fabric, t.role, str(t.switches), t.model, f"{t.speed_gbps}G", _ratio(t.down_gbps, t.up_gbps))
+        head.add_row(t.fabric, t.role, str(t.switches), t.model, f"{t.speed_gbps}G", ratio_text(t.down_gbps, t.up_gbps))
     cables = Table(title="cables per tier")
     for col in ("tier", "fabric", "cables"):
         cables.add_column(col, justify="right" if col == "cables" else "left")

@@ -8,10 +8,10 @@ import io
 import itertools
 import operator
 
-from topology.model import Layout
+from topology.layout.model import Layout
 
 
-def _csv(header: list[str], rows) -> str:
+def csv_text(header: list[str], rows) -> str:
     """CSV exactly as the csv module writes it (minimal quoting, "\n" line ends), faster: rows go
     in blocks, and a block in which no field needs quoting (nearly all of a plan's) is joined by C
     code alone; from the first block that needs quoting on, the csv writer takes the rest. The
@@ -54,7 +54,7 @@ def devices_csv(layout: Layout) -> str:
     for a in layout.addresses:
         if a.pool in ("oob", "inband"):
             first.setdefault((a.device, a.pool), a.address.split("/")[0])
-    return _csv(
+    return csv_text(
         [
             "name",
             "role",
@@ -90,7 +90,7 @@ def devices_csv(layout: Layout) -> str:
 
 
 def cabling_csv(layout: Layout) -> str:
-    return _csv(
+    return csv_text(
         ["a_device", "a_port", "b_device", "b_port", "kind", "fabric", "speed_gbps", "length_class", "media",
          "length_m", "a_part", "b_part", "cable_part", "cable_qty"],
         (
@@ -116,18 +116,18 @@ def cabling_csv(layout: Layout) -> str:
 
 
 def ipplan_csv(layout: Layout) -> str:
-    return _csv(
+    return csv_text(
         ["device", "interface", "address", "network", "pool", "peer"],
         ((a.device, a.interface, a.address, a.network, a.pool, a.peer) for a in layout.addresses),
     )
 
 
 def asns_csv(layout: Layout) -> str:
-    return _csv(["device", "asn", "scope"], ((a.device, a.asn, a.scope) for a in layout.asns))
+    return csv_text(["device", "asn", "scope"], ((a.device, a.asn, a.scope) for a in layout.asns))
 
 
 def racks_csv(layout: Layout) -> str:
-    return _csv(
+    return csv_text(
         [
             "name",
             "row",

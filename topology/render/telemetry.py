@@ -15,7 +15,7 @@ from pathlib import Path
 import yaml
 
 from topology import catalog
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.files import GENERATED
 
 EXPORTER_PORT = 9735  # agents/fabric_telemetry's default listen port

@@ -8,6 +8,7 @@ import glob
 import json
 import os
 import re
+import xml.etree.ElementTree as ET
 
 from ansible.module_utils.basic import AnsibleModule
 
@@ -19,6 +20,10 @@ description:
     HugePages sysfs pools, cpufreq governors, cpuidle states, rail NIC link state and each rail's
     LLDP neighbor (lldpctl), which must be the rail's planned leaf port.
   - PCIe ACS control of every PCI bridge (setpci) against host_tuning's plan (off on bare metal).
+  - GPU health from `nvidia-smi -q -x`: NVLink fabric registration (state/status, where the plan has
+    NVSwitches) and row remapping (pending, failed); XIDs in the kernel log since boot; the
+    GPUDirect RDMA path nvidia_driver chose (nvidia_peermem loaded, or open modules for DMA-BUF).
+  - Each rail HCA's port state, physical state, rate and link layer (/sys/class/infiniband).
   - Returns one row per check (expected, actual, status). Never changes the node.
 options:
   expected:
@@ -57,6 +62,11 @@ options:
     description: lldpctl command (name or path); lldpd comes from the lldp role.
     type: str
     default: lldpctl
+  xid_allowed:
+    description: XIDs that applications cause (not a node fault); any other XID since boot is a mismatch.
+    type: list
+    elements: int
+    default: []
 author: superpod
 """
 
@@ -440,6 +450,158 @@ def compare_rail_lldp(neighbors, expected, mode, reason="", absent=(), require=T
     return rows
 
 
+# `NVRM: Xid (PCI:0000:44:00): 79, pid=..., GPU has fallen off the bus.` (older drivers: no pid)
+XID_LINE = re.compile(r"NVRM: Xid \((PCI:[0-9A-Fa-f:.]+)\): (\d+),")
+# /sys/class/infiniband/<hca>/ports/<n>/rate, as the kernel prints it: "400 Gb/sec (4X NDR)"
+IB_RATE = re.compile(r"^(\d+(?:\.\d+)?) Gb/sec")
+# the kernel's link layer names per planned fabric kind (spec compute_fabric.kind)
+LINK_LAYER = {"infiniband": "InfiniBand", "roce": "Ethernet"}
+
+
+def parse_smi_xml(text):
+    """Per GPU from `nvidia-smi -q -x`: PCI bus id, NVLink fabric state/status and remapped rows.
+    N/A fields (no NVSwitch, no row remapper) become None."""
+    def value(gpu, path):
+        text = gpu.findtext(path)
+        text = text.strip() if text is not None else None
+        return None if text is None or text in NOT_AVAILABLE else text
+
+    root = ET.fromstring(text)
+    if root.tag != "nvidia_smi_log":
+        raise ValueError(f"not nvidia-smi -q -x output (root element {root.tag})")
+    return [{"bus_id": g.get("id"),
+             "fabric_state": value(g, "fabric/state"), "fabric_status": value(g, "fabric/status"),
+             "remap_pending": value(g, "remapped_rows/remapped_row_pending"),
+             "remap_failure": value(g, "remapped_rows/remapped_row_failure"),
+             "remap_uncorrectable": value(g, "remapped_rows/remapped_row_unc")}
+            for g in root.findall("gpu")]
+
+
+def parse_xids(text):
+    """{PCI address: {xid: count}} from kernel log lines."""
+    out = {}
+    for m in XID_LINE.finditer(text or ""):
+        per_gpu = out.setdefault(m.group(1), {})
+        per_gpu[int(m.group(2))] = per_gpu.get(int(m.group(2)), 0) + 1
+    return out
+
+
+def parse_ib_value(text):
+    """sysfs "4: ACTIVE" / "5: LinkUp" -> the name; None when unreadable."""
+    return None if text is None else text.split(":", 1)[-1].strip()
+
+
+def parse_ib_rate(text):
+    """sysfs "400 Gb/sec (4X NDR)" -> 400.0; None when unreadable or in another format."""
+    m = IB_RATE.match(text or "")
+    return float(m.group(1)) if m else None
+
+
+def compare_fabric(xml_gpus, nvswitch, reason=""):
+    """NVLink fabric registration. With NVSwitches (the node model's), the fabric manager must have
+    registered every GPU: state Completed, status Success (NVML: status counts only when complete)."""
+    if nvswitch is None:
+        return [row("gpu fabric", "not planned", reason or "not compared", NOT_PLANNED)]
+    if xml_gpus is None:
+        return [row("gpu fabric", "read", reason, MISMATCH if nvswitch else SKIPPED, "nvidia-smi -q -x failed")]
+    seen = ", ".join(sorted({f"{g['fabric_state'] or 'n/a'}/{g['fabric_status'] or 'n/a'}" for g in xml_gpus}))
+    if not nvswitch:
+        return [row("gpu fabric", "no NVSwitch planned", seen, OK)]
+    bad = [g for g in xml_gpus if (g["fabric_state"], g["fabric_status"]) != ("Completed", "Success")]
+    actual = (f"Completed/Success on {len(xml_gpus)}/{len(xml_gpus)}" if not bad else
+              "; ".join(f"{g['fabric_state'] or 'n/a'}/{g['fabric_status'] or 'n/a'} on {g['bus_id']}" for g in bad))
+    states = {g["fabric_state"] for g in bad}
+    if not bad:
+        detail = ""
+    elif states & {None, "Not Started"}:
+        detail = "fabric manager not running or GPUs not registered (n/a: no fabric seen)"
+    elif states == {"In Progress"}:
+        detail = "registration still in progress: check again, then the fabric manager log"
+    else:
+        detail = "NVLink training or registration failed: see the fabric manager log"
+    return [row("gpu fabric", "Completed/Success on all (NVSwitch node)", actual, MISMATCH if bad else OK, detail)]
+
+
+def compare_row_remap(xml_gpus):
+    """A pending remap waits for a GPU reset; a failed remap means the GPU must be replaced."""
+    if xml_gpus is None:
+        return []
+    if all(g["remap_pending"] is None and g["remap_failure"] is None for g in xml_gpus):
+        return [row("gpu row remap", "none pending, none failed", "n/a (no row remapper)", OK)]
+    pending = [g["bus_id"] for g in xml_gpus if g["remap_pending"] == "Yes"]
+    failed = [g["bus_id"] for g in xml_gpus if g["remap_failure"] == "Yes"]
+    parts = (([f"pending on {', '.join(pending)}"] if pending else [])
+             + ([f"failed on {', '.join(failed)}"] if failed else []))
+    detail = "; ".join((["drain and reset the GPU to apply the remap"] if pending else [])
+                       + (["row remapping failed: replace the GPU"] if failed else []))
+    return [row("gpu row remap", "none pending, none failed",
+                "; ".join(parts) or f"none on {len(xml_gpus)} GPU(s)", MISMATCH if parts else OK, detail)]
+
+
+def compare_xids(xids, allowed, host_kernel, reason=""):
+    """xids: parse_xids() of the kernel log since boot, or None (unreadable: reason)."""
+    want = "none since boot" + (f" except {', '.join(str(x) for x in sorted(allowed))}" if allowed else "")
+    if not host_kernel:
+        return [row("gpu XIDs", want, "kernel log is the host's", SKIPPED, "container")]
+    if xids is None:
+        return [row("gpu XIDs", want, reason or "kernel log not readable", MISMATCH,
+                    "XIDs cannot be ruled out without the kernel log")]
+    counts = [(bus, x, n) for bus, per in sorted(xids.items()) for x, n in sorted(per.items())]
+    bad = [(bus, x, n) for bus, x, n in counts if x not in allowed]
+    actual = "; ".join(f"Xid {x} x{n} on {bus}" for bus, x, n in counts) or "none"
+    named = ", ".join(sorted({str(x) for _, x, _ in bad}))
+    return [row("gpu XIDs", want, actual, MISMATCH if bad else OK,
+                f"see NVIDIA's XID catalog for Xid {named}" if bad else "")]
+
+
+def compare_gpudirect(mode, state, host_kernel):
+    """mode: the GPUDirect RDMA path nvidia_driver chose (its recorded report), None when it did not
+    run here. state: {"peermem": bool, "open_modules": bool|None, "kernel": str}."""
+    if mode in (None, "", "none"):
+        return [row("gpudirect rdma", "not planned", f"nvidia_driver chose {mode or 'nothing here'}", NOT_PLANNED)]
+    if not host_kernel:
+        return [row("gpudirect rdma", mode, "kernel modules are the host's", SKIPPED, "container")]
+    if mode == "peermem":
+        return [row("gpudirect rdma", "nvidia_peermem loaded", "loaded" if state["peermem"] else "not loaded",
+                    OK if state["peermem"] else MISMATCH,
+                    "" if state["peermem"] else "not loaded: nvidia_driver loads it at boot after ib_core")]
+    kernel = tuple(int(x) for x in re.findall(r"\d+", state.get("kernel") or "0")[:2])
+    missing = (["nvidia module is not the open one" if state["open_modules"] is False else "nvidia module not loaded"]
+               if not state["open_modules"] else []) + (["kernel < 5.12"] if kernel < (5, 12) else [])
+    actual = "open modules, kernel " + (state.get("kernel") or "?") if not missing else "; ".join(missing)
+    return [row("gpudirect rdma", "DMA-BUF (open modules, kernel >= 5.12)", actual, MISMATCH if missing else OK)]
+
+
+def compare_rail_ports(ports, expected, kind, speed_gbps, require, host_kernel):
+    """ports: {hca: {"state", "phys_state", "rate", "link_layer"} or None (no such HCA)}.
+    expected: the links rows with "hca"; kind: the planned fabric kind; speed_gbps: planned NIC speed."""
+    rails = [w for w in expected if planned(w.get("hca"))]
+    if not rails:
+        return [row("rail ports", "not planned", "no rail HCAs in the inventory", NOT_PLANNED)]
+    if not host_kernel:
+        return [row("rail ports", "ACTIVE", "HCAs belong to the host", SKIPPED, "container")]
+    layer = LINK_LAYER.get(kind or "")
+    rows = []
+    for want in rails:
+        label = f"port {want['name']} {want['hca']}"
+        parts = ["ACTIVE", "LinkUp"] + ([f"{speed_gbps:g} Gb/sec"] if planned(speed_gbps) else []) \
+            + ([layer] if layer else [])
+        have = ports.get(want["hca"])
+        if have is None:
+            rows.append(row(label, ", ".join(parts), "no such HCA port", MISMATCH if require else SKIPPED,
+                            "" if require else "node_check_require_rail_links is false"))
+            continue
+        state, phys, rate = parse_ib_value(have["state"]), parse_ib_value(have["phys_state"]), have["rate"]
+        bad = ([f"state {state}"] if state != "ACTIVE" else []) + ([f"phys_state {phys}"] if phys != "LinkUp" else [])
+        if planned(speed_gbps) and parse_ib_rate(rate) != float(speed_gbps):
+            bad.append(f"rate {rate or 'n/a'}")
+        if layer and have["link_layer"] != layer:
+            bad.append(f"link layer {have['link_layer']}")
+        rows.append(row(label, ", ".join(parts), f"{state}, {phys}, {rate or 'rate n/a'}, {have['link_layer']}",
+                        MISMATCH if bad else OK, "; ".join(bad)))
+    return rows
+
+
 def render_table(host, rows):
     heads = ("CHECK", "EXPECTED", "ACTUAL", "STATUS")
     cells = [(r["check"], r["expected"], r["actual"], r["status"] + (f" ({r['detail']})" if r["detail"] else ""))
@@ -542,6 +704,51 @@ def read_gpus(module, nvidia_smi):
     return gpus, "" if gpus else "nvidia-smi lists no GPU"
 
 
+def read_smi_xml(module, nvidia_smi):
+    """(per-GPU rows of `nvidia-smi -q -x`, reason); None when it fails."""
+    path = nvidia_smi if os.path.isabs(nvidia_smi) else module.get_bin_path(nvidia_smi)
+    rc, out, err = module.run_command([path, "-q", "-x"])
+    if rc != 0:
+        return None, f"nvidia-smi -q -x rc={rc}: {(err or out).strip()[:200]}"
+    try:
+        return parse_smi_xml(out), ""
+    except (ET.ParseError, ValueError) as e:
+        return None, f"nvidia-smi -q -x printed no usable XML: {e}"
+
+
+def read_kernel_log(module):
+    """(kernel messages of this boot, reason): journalctl -k, else dmesg; None when neither answers."""
+    reason = "neither journalctl nor dmesg installed"
+    for argv in (["journalctl", "-k", "-b", "0", "-o", "cat", "--no-pager", "-q"], ["dmesg"]):
+        path = module.get_bin_path(argv[0])
+        if not path:
+            continue
+        rc, out, err = module.run_command([path, *argv[1:]])
+        if rc == 0:
+            return out, ""
+        reason = f"{argv[0]} rc={rc}: {(err or out).strip()[:200]}"
+    return None, reason
+
+
+def read_rail_ports(hcas, root="/sys/class/infiniband", port=1):
+    """{hca: port sysfs values or None}: each rail NIC is single-port (port 1)."""
+    out = {}
+    for hca in hcas:
+        base = os.path.join(root, hca, "ports", str(port))
+        out[hca] = None if not os.path.isdir(base) else {
+            name: _read(os.path.join(base, name)) for name in ("state", "phys_state", "rate", "link_layer")}
+    return out
+
+
+def read_gpudirect(sys_module="/sys/module", proc_version="/proc/driver/nvidia/version"):
+    """What GPUDirect RDMA rests on: nvidia_peermem loaded; the loaded nvidia module open or not
+    ("NVIDIA UNIX Open Kernel Module" in its banner; None when no nvidia module is loaded)."""
+    banner = _read(proc_version)
+    return {"peermem": os.path.isdir(os.path.join(sys_module, "nvidia_peermem")),
+            "open_modules": None if banner is None else "Open Kernel Module" in banner,
+            "kernel": os.uname().release}
+
+
 def main():
     module = AnsibleModule(
         argument_spec={
@@ -553,6 +760,7 @@ def main():
             "bootloader_stamp": {"type": "path", "default": "/var/lib/superpod/bootloader-cmdline"},
             "rail_lldp": {"type": "str", "choices": ["auto", "required", "off"], "default": "auto"},
             "lldpctl": {"type": "str", "default": "lldpctl"},
+            "xid_allowed": {"type": "list", "elements": "int", "default": []},
         },
         supports_check_mode=True,
     )
@@ -568,7 +776,16 @@ def main():
     neighbors, lldp_reason = read_lldp(module, p["lldpctl"]) if p["rail_lldp"] != "off" else (None, "")
     acs_planned = exp.get("pcie_acs_disabled") is not None and host_kernel
     acs, acs_reason = read_pcie_acs(module) if acs_planned else (None, "")
-    rows = (compare_gpus(gpus, exp, p["require_gpu"], reason)
+    gpu_health = []
+    if gpus:
+        xml_gpus, xml_reason = read_smi_xml(module, p["nvidia_smi"])
+        log, log_reason = read_kernel_log(module) if host_kernel else (None, "")
+        gpu_health = (compare_fabric(xml_gpus, exp.get("nvswitch"), xml_reason) + compare_row_remap(xml_gpus)
+                      + compare_xids(None if log is None else parse_xids(log), p["xid_allowed"], host_kernel,
+                                     log_reason)
+                      + compare_gpudirect(exp.get("gpudirect_rdma"), read_gpudirect(), host_kernel))
+    hcas = [link["hca"] for link in exp.get("links") or [] if planned(link.get("hca"))]
+    rows = (compare_gpus(gpus, exp, p["require_gpu"], reason) + gpu_health
             + compare_hugepages(parse_meminfo(_read("/proc/meminfo") or ""), read_hugepage_pools(),
                                 exp.get("hugepages") or {}, host_kernel)
             + compare_cmdline(parse_cmdline(_read("/proc/cmdline") or ""),
@@ -579,6 +796,9 @@ def main():
             + compare_pcie_acs(acs, exp.get("pcie_acs_disabled"), host_kernel, acs_reason)
             + compare_firmware(exp.get("firmware"))
             + compare_links(links, exp.get("links") or [], p["require_rail_links"])
+            + compare_rail_ports(read_rail_ports(hcas) if host_kernel else {}, exp.get("links") or [],
+                                 exp.get("fabric_kind"), exp.get("rail_speed_gbps"), p["require_rail_links"],
+                                 host_kernel)
             + compare_rail_lldp(neighbors, exp.get("links") or [], p["rail_lldp"], lldp_reason,
                                 {n for n, have in links.items() if have is None}, p["require_rail_links"]))
     module.exit_json(changed=False, checks=rows, mismatches=[r for r in rows if r["status"] == MISMATCH],

@@ -75,8 +75,21 @@ def switch_fabric_sonic_change(running_text: str, planned: dict, patching: bool 
             else ["switch_fabric_sonic_patching is false"]}
 
 
+SITE_BEGIN = "! BEGIN site lines (switch_fabric_extra_frr: the inventory's, not the plan's)"
+SITE_END = "! END site lines"
+
+
+def switch_fabric_frr_with_site_lines(planned: str, lines: list[str]) -> str:
+    """The planned frr.conf with the site's own lines appended in a marked block (what is pushed,
+    compared and checked with `vtysh -C`); the plan alone when there are none."""
+    if not lines:
+        return planned
+    return planned.rstrip("\n") + "\n" + "\n".join([SITE_BEGIN, *[str(x) for x in lines], SITE_END]) + "\n"
+
+
 class FilterModule:
     def filters(self):
         return {"switch_fabric_sonic_reload_reasons": switch_fabric_sonic_reload_reasons,
                 "switch_fabric_sonic_change": switch_fabric_sonic_change,
-                "switch_fabric_frr_neighbors": switch_fabric_frr_neighbors}
+                "switch_fabric_frr_neighbors": switch_fabric_frr_neighbors,
+                "switch_fabric_frr_with_site_lines": switch_fabric_frr_with_site_lines}

@@ -10,13 +10,13 @@ import jinja2
 import markupsafe
 
 from topology import catalog
-from topology.model import Layout
-from topology.names import natural_key, row_letters
+from topology.layout.model import Layout
+from topology.layout.names import natural_key, row_letters
 from topology.render.bom import bom_lines
 from topology.render.labels import cable_labels
 from topology.render.report import geometry
 from topology.render.report.power import rack_power, row_power
-from topology.render.summary import _ratio
+from topology.render.summary import ratio_text
 
 REPORT_DIR = "report"
 
@@ -167,7 +167,7 @@ def render_report(layout: Layout, out_dir: Path) -> dict[Path, str]:
     ]
     tiers = [
         {"fabric": t.fabric, "role": t.role, "switches": t.switches, "model": t.model, "speed_gbps": t.speed_gbps,
-         "ratio": _ratio(t.down_gbps, t.up_gbps)}  # bandwidth, down Gb/s : up Gb/s
+         "ratio": ratio_text(t.down_gbps, t.up_gbps)}  # bandwidth, down Gb/s : up Gb/s
         for t in layout.tiers
     ]
     pdu = cat.pdus[spec.racks.pdu_model]

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from math import log2
 
-from topology.model import Device, Layout, Rack
+from topology.layout.model import Device, Layout, Rack
 
 # level of a role in a fabric drawing: endpoints at the bottom, the top tier at the top
 LEVEL = {

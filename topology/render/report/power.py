@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from topology import catalog
-from topology.model import Layout, Rack
+from topology.layout.model import Layout, Rack
 
 
 @dataclass(frozen=True)

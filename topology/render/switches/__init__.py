@@ -7,8 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from topology import catalog
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.switches.build import iter_intents
+from topology.render.switches.credentials import FILENAME as CREDENTIALS
+from topology.render.switches.credentials import render_credentials
 from topology.render.switches.frr import render_frr
 from topology.render.switches.intent import SwitchIntent
 from topology.render.switches.nvue import render_nvue
@@ -39,6 +41,9 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
             yield base / sw.name / "frr.conf", sonic_frr_conf(sw, model)
         else:
             yield base / sw.name / "startup.yaml", render_nvue(sw)
+        slots = render_credentials(sw)
+        if slots:  # what the push fills in from the vault: names and protocols, never a secret
+            yield base / sw.name / CREDENTIALS, slots
     if layout.spec.compute_fabric.kind == "infiniband":
         yield base / "subnet-manager" / "opensm.conf", opensm_conf(layout)
         yield base / "subnet-manager" / "partitions.conf", partitions_conf(layout)

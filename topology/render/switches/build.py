@@ -8,10 +8,10 @@ from dataclasses import replace
 import netaddr
 
 from topology import catalog
-from topology.ipam import OOB_VLAN
-from topology.model import Address, Device, Layout, Link
+from topology.layout.ipam import OOB_VLAN
+from topology.layout.model import Address, Device, Layout, Link
 from topology.render.switches import inband_routing, pairing, sections
-from topology.render.switches.intent import Qos, Services, SwitchIntent
+from topology.render.switches.intent import Qos, Services, SnmpUser, SwitchIntent
 from topology.render.switches.qos import ROCE_QOS, STORAGE_QOS
 from topology.render.telemetry import GNMI_PORT
 
@@ -124,9 +124,9 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             peer = by_name[partner[d.name]]
             theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
             pair = pairing.pairing(spec.management.inband.pairing, d, peer, data_links, own, theirs, model.mgmt_port)
-        # the OOB network's sessions (topology/oob_routing.py): its switches, and the in-band
-        # switches its uplinks reach; the site's: the in-band cores (topology/border.py); the
-        # in-band network's own: its routed /31s and the pairs' peer links (topology/inband_routing.py)
+        # the OOB network's sessions (topology/layout/oob_routing.py): its switches, and the in-band
+        # switches its uplinks reach; the site's: the in-band cores (topology/layout/border.py); the
+        # in-band network's own: its routed /31s and the pairs' peer links (topology/layout/inband_routing.py)
         oob_nbrs = sections.oob_neighbors(d.name, data_links, by_end, asn) if fabric in ("oob", "inband") else ()
         site_nbrs = sections.border_neighbors(data_links, own, spec.addressing.border_asn) \
             if d.role == "inband_core" else ()
@@ -135,7 +135,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             inband_nbrs = inband_routing.uplink_neighbors(d.name, data_links, by_end, asn) + \
                 inband_routing.peer_link_neighbor(pair, asn[d.name], asn)
         if site_nbrs:
-            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections._port_key(n.interface))) + inband_nbrs
+            nbrs = tuple(sorted(site_nbrs + oob_nbrs, key=lambda n: sections.port_key(n.interface))) + inband_nbrs
             summaries = (spec.addressing.inband, spec.addressing.oob)
             bgp = sections.border_bgp(asn[d.name], own, nbrs, summaries, tuple(spec.addressing.site_routes),
                                       announce=site_announce(spec))
@@ -210,7 +210,12 @@ def site_announce(spec) -> tuple[str, ...]:
 def _services(ss) -> Services:
     return Services(ntp=tuple(ss.ntp_servers), dns=tuple(ss.dns_servers), syslog=tuple(ss.syslog_servers),
                     gnmi_port=GNMI_PORT if ss.gnmi_server else None, graceful_restart=ss.bgp_graceful_restart,
-                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None)
+                    bfd=(ss.bfd_interval_ms, ss.bfd_multiplier) if ss.bgp_bfd else None,
+                    snmp_users=tuple(SnmpUser(u.name, u.auth, u.priv) for u in ss.snmp_users),
+                    lldp=(ss.lldp_tx_interval_s, ss.lldp_hold_multiplier),
+                    local_users=tuple((u.name, u.role) for u in ss.local_users),
+                    tacacs=tuple(ss.tacacs_servers), tacacs_auth=ss.tacacs_auth,
+                    radius=tuple(ss.radius_servers), radius_auth=ss.radius_auth)
 
 
 def _os_release(spec, os_name: str) -> str:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import difflib
 from pathlib import Path
 
-from topology.model import Layout
+from topology.layout.model import Layout
+from topology.render.change_list import Changes
 from topology.render.switches import render_switch_configs
 
 
@@ -15,10 +16,8 @@ def _configs(layout: Layout) -> dict[str, str]:
 
 
 def switch_config_changes(old: Layout, new: Layout):
-    """Changes (see topology.diff) with one line per switch file: added, removed, or changed with
+    """Changes (topology/render/change_list.py) with one line per switch file: added, removed, or changed with
     its line counts and the first changed lines, e.g. `su01-leaf-rail0/startup.yaml: +4 -0 (...)`."""
-    from topology.diff import Changes
-
     a, b = _configs(old), _configs(new)
     c = Changes()
     c.added = sorted(b.keys() - a.keys())

@@ -9,7 +9,7 @@ from __future__ import annotations
 from topology.render.files import GENERATED
 from topology.render.switches.intent import Bfd, BorderPolicy, SwitchIntent
 
-# the in-band cores' border policy (topology/border.py): names shared with the NVUE renderer
+# the in-band cores' border policy (topology/layout/border.py): names shared with the NVUE renderer
 SITE_IN, POD_OUT, BORDER_IN, BORDER_OUT = "SITE-IN", "POD-OUT", "BORDER-IN", "BORDER-OUT"
 # switch_services.bgp_graceful_restart -> bgpd's lines (FRR's default is helper-only)
 GRACEFUL_RESTART = {"full": [" bgp graceful-restart"], "helper-only": [], "off": [" bgp graceful-restart-disable"]}

@@ -1,4 +1,4 @@
-"""BGP sections of the in-band network (topology/inband_routing.py): the SU pairs' uplink and
+"""BGP sections of the in-band network (topology/layout/inband_routing.py): the SU pairs' uplink and
 peer-link sessions, the in-band spines', and the cores' sessions down to them.
 
 Each function takes what it needs; build.py composes them with the border (sections.border_bgp)
@@ -7,9 +7,9 @@ and the OOB network's sessions (sections.oob_neighbors) where a switch has those
 
 from __future__ import annotations
 
-from topology.inband_routing import UPLINK_TIERS
-from topology.ipam import INBAND_VLAN
-from topology.model import Address, Link
+from topology.layout.inband_routing import UPLINK_TIERS
+from topology.layout.ipam import INBAND_VLAN
+from topology.layout.model import Address, Link
 from topology.render.switches.intent import Bgp, Neighbor, Pairing
 from topology.render.switches.sections import address_key, neighbors
 

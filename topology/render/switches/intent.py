@@ -132,6 +132,16 @@ class Qos:
 
 
 @dataclass(frozen=True, slots=True)
+class SnmpUser:
+    """An SNMPv3 user (authPriv, read-only): its name and protocols. No password: the push fills
+    them in from the vault (roles/switch_fabric, credentials.json names the slots)."""
+
+    name: str
+    auth: str  # sha | md5
+    priv: str  # aes | des
+
+
+@dataclass(frozen=True, slots=True)
 class Services:
     """switch_services of the spec: servers reached through the management VRF."""
 
@@ -141,6 +151,13 @@ class Services:
     gnmi_port: int | None = None  # the gNMI server's port (telemetry/gnmic.yml dials it); None: off
     graceful_restart: str = "off"  # BGP: off | helper-only | full
     bfd: tuple[int, int] | None = None  # (interval ms, multiplier) on the pod's own BGP sessions; None: off
+    snmp_users: tuple[SnmpUser, ...] = ()  # SNMPv3 users; their passwords are merged at push time (vault)
+    lldp: tuple[int, int] = (30, 4)  # (tx interval s, hold multiplier) on every port
+    local_users: tuple[tuple[str, str], ...] = ()  # (name, NVUE role); password hashes merged at push time
+    tacacs: tuple[str, ...] = ()  # TACACS+ servers in priority order; the shared secret merged at push time
+    tacacs_auth: str = "pap"
+    radius: tuple[str, ...] = ()  # RADIUS servers in priority order; the shared secret merged at push time
+    radius_auth: str = "pap"
 
 
 @dataclass(frozen=True)

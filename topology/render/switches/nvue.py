@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from topology.render.files import GENERATED
 from topology.render.switches.frr import BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
 from topology.render.switches.intent import BorderPolicy, Port, Qos, SwitchIntent
-from topology.spec import CUMULUS_RELEASES
+from topology.spec import CUMULUS_RELEASES, release_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,13 +38,9 @@ BFD_PROFILE = "fabric"
 _STATE_SINCE = (5, 15)
 
 
-def _release(text: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in text.split("."))
-
-
 def dialect(release: str) -> Dialect:
     """The release's dialect; "" (an intent built without a spec) is the newest release."""
-    return STATE_ENABLED if _release(release or CUMULUS_RELEASES[-1]) >= _STATE_SINCE else ENABLE_ON
+    return STATE_ENABLED if release_key(release or CUMULUS_RELEASES[-1]) >= _STATE_SINCE else ENABLE_ON
 
 
 def _speed(gbps: int) -> str:
@@ -161,7 +157,7 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
             neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
                 "ipv4-unicast": {"policy": policy}}
-        if n.next_hop_self:  # iBGP across a pair's peer link (topology/inband_routing.py)
+        if n.next_hop_self:  # iBGP across a pair's peer link (topology/layout/inband_routing.py)
             neighbors[n.address]["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
     ipv4 = {
         **d.enabled(),
@@ -186,6 +182,9 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
 _SYSTEM_SERVICES_SINCE = (5, 15)  # NTP and DNS moved from `service <name> <vrf>` to `system <name>`
 _SYSTEM_SYSLOG_SINCE = (5, 13)  # syslog moved earlier
 SYSLOG_PORT = 514
+_SYSTEM_SNMP_SINCE = (5, 11)  # `service snmp-server` (enable: on) became `system snmp-server` (state: enabled)
+_LLDP_STATE_SINCE = (5, 11)  # LLDP's own on/off key (on by default before)
+_SYSTEM_LLDP_SINCE = (5, 15)  # `service lldp` became `system lldp`
 
 
 def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[dict, dict]:
@@ -212,7 +211,54 @@ def _services(sw: SwitchIntent, d: Dialect, release: tuple[int, ...]) -> tuple[d
             service["syslog"] = {vrf: {"server": {ip: dict(target) for ip in sv.syslog}}}
     if sv.gnmi_port is not None:  # the spec refuses gnmi_server before 5.13; its state is enabled|disabled from then
         system["gnmi-server"] = {"state": "enabled", "port": sv.gnmi_port}
+    if sv.snmp_users:
+        snmp = _snmp_server(sw, release)
+        (system if release >= _SYSTEM_SNMP_SINCE else service)["snmp-server"] = snmp
+    aaa = _aaa(sw)
+    if aaa:
+        system["aaa"] = aaa
+    lldp: dict = {"state": "enabled"} if release >= _LLDP_STATE_SINCE else {}
+    lldp |= {"tx-interval": sv.lldp[0], "tx-hold-multiplier": sv.lldp[1]}
+    (system if release >= _SYSTEM_LLDP_SINCE else service)["lldp"] = lldp
     return system, service
+
+
+def _aaa(sw: SwitchIntent) -> dict:
+    """Local accounts (their password hashes), TACACS+ and RADIUS (their shared secrets): the secrets are added
+    by the push from the vault (roles/switch_fabric, credentials.json). The spec allows TACACS+ from
+    5.15 only, where NVUE orders logins with `authentication order`."""
+    sv, aaa = sw.services, {}
+    if sv.local_users:
+        aaa["user"] = {name: {"role": role} for name, role in sv.local_users}
+    if sv.tacacs:
+        tacacs: dict = {"server": {ip: {"priority": i + 1, "auth-mode": sv.tacacs_auth}
+                                   for i, ip in enumerate(sv.tacacs)}}
+        if sw.mgmt:
+            tacacs["vrf"] = sw.mgmt.vrf
+        aaa["tacacs"] = tacacs
+    if sv.radius:
+        radius: dict = {"server": {ip: {"priority": i + 1, "auth-type": sv.radius_auth}
+                                   for i, ip in enumerate(sv.radius)}}
+        if sw.mgmt:
+            radius["vrf"] = sw.mgmt.vrf
+        aaa["radius"] = radius
+    if sv.tacacs or sv.radius:  # the servers first, the local accounts when none answers
+        aaa["authentication"] = {"order": [*(["tacacs"] if sv.tacacs else []), *(["radius"] if sv.radius else []),
+                                           "local"]}
+    return aaa
+
+
+def _snmp_server(sw: SwitchIntent, release: tuple[int, ...]) -> dict:
+    """The SNMP agent, listening on eth0's address in the management VRF (`all` on a switch without
+    one). Its users are NOT written here: NVUE keys a user's entry by its passwords
+    (`username U auth-sha <pw> encrypt-aes <pw>`), so the push adds them from the vault
+    (roles/switch_fabric, credentials.json)."""
+    on = {"state": "enabled"} if release >= _SYSTEM_SNMP_SINCE else {"enable": "on"}
+    if sw.mgmt:
+        listen = {sw.mgmt.address.split("/")[0]: {"vrf": sw.mgmt.vrf}}
+    else:
+        listen = {"all": {}}
+    return {**on, "listening-address": listen}
 
 
 def _bfd_timers(bfd: tuple[int, int]) -> dict:
@@ -283,7 +329,7 @@ def _qos(q: Qos, d: Dialect) -> dict:
 def render_nvue(sw: SwitchIntent) -> str:
     d = dialect(sw.os_release)
     release = sw.os_release or CUMULUS_RELEASES[-1]
-    system, service = _services(sw, d, _release(release))
+    system, service = _services(sw, d, release_key(release))
     body: dict = {
         "system": {"hostname": sw.name, **system},
         "interface": _interfaces(sw, d),
@@ -365,5 +411,7 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
         elif v.__class__ is _PortBlock:
             out.append(f"{pad}{_scalar(k)}:\n")
             v.write(pad + "  ", out)
+        elif v.__class__ is list:  # a list of scalars (aaa authentication order): flow style
+            out.append(f"{pad}{_scalar(k)}: [{', '.join(_scalar(x) for x in v)}]\n")
         else:
             out.append(f"{pad}{_scalar(k)}: {_scalar(v)}\n")

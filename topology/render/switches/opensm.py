@@ -3,7 +3,7 @@ routing engine and partitions from the plan."""
 
 from __future__ import annotations
 
-from topology.model import Layout
+from topology.layout.model import Layout
 from topology.render.files import GENERATED
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from topology.ipam import INBAND_VLAN
-from topology.model import Address, Device, Link
+from topology.layout.ipam import INBAND_VLAN
+from topology.layout.model import Address, Device, Link
 from topology.render.switches.intent import Bond, Pairing, Svi
-from topology.render.switches.sections import _port_key, far_end
+from topology.render.switches.sections import far_end, port_key
 
 BOND_TIERS = ("node-inband", "mgmt-core", "service-inband")
 PRIORITY = (1000, 2000)  # side a is the MLAG primary / EVPN-MH designated forwarder
@@ -32,7 +32,7 @@ def bonds(device: str, links: list[Link], nodes: dict[str, Device], nodes_per_su
         if lk.tier in BOND_TIERS:
             local, peer, _ = far_end(lk, device)
             members.setdefault(peer, []).append(local)
-            # an appliance's link slot is its place after the mgmt nodes (topology/inband_services.py)
+            # an appliance's link slot is its place after the mgmt nodes (topology/layout/inband_services.py)
             ids[peer] = lk.slot + 1 if lk.tier == "service-inband" else bond_id(nodes[peer], nodes_per_su)
     out = [Bond(f"bond{ids[peer]}", tuple(ports), peer, ids[peer], INBAND_VLAN) for peer, ports in members.items()]
     return tuple(sorted(out, key=lambda b: b.pair_id))
@@ -62,7 +62,7 @@ def pairing(
     mgmt_port: str,
 ) -> Pairing:
     """`own` / `theirs`: this switch's and the peer's planned addresses by interface."""
-    peer_ports = sorted((far_end(lk, device.name)[0] for lk in links if lk.tier == "inband-peer"), key=_port_key)
+    peer_ports = sorted((far_end(lk, device.name)[0] for lk in links if lk.tier == "inband-peer"), key=port_key)
     s = side(device)
     return Pairing(
         mode=mode,

@@ -12,9 +12,9 @@ import netaddr
 from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
-from topology.mgmt_net import TIER as MGMT_UPLINK
-from topology.model import Address, Link
-from topology.oob_routing import TIERS as OOB_TIERS
+from topology.layout.mgmt_net import TIER as MGMT_UPLINK
+from topology.layout.model import Address, Link
+from topology.layout.oob_routing import TIERS as OOB_TIERS
 from topology.render.switches.intent import Bgp, BorderPolicy, Breakout, Mgmt, Neighbor, Port, Svi
 
 LOSSLESS_TIERS = {"node-leaf", "leaf-spine", "spine-core"}  # the RoCE compute fabric
@@ -61,11 +61,11 @@ def ports(
                 cable_m=lk.length_m,
             )
         )
-    return tuple(sorted(out, key=lambda p: _port_key(p.name)))
+    return tuple(sorted(out, key=lambda p: port_key(p.name)))
 
 
 @functools.lru_cache(maxsize=4096)  # the same port names on every switch of a model
-def _port_key(name: str) -> tuple:
+def port_key(name: str) -> tuple:
     digits = "".join(c if c.isdigit() else " " for c in name).split()
     return tuple(int(d) for d in digits) + (name,)
 
@@ -84,7 +84,7 @@ def breakouts(model: SwitchModel, port_list: tuple[Port, ...]) -> tuple[Breakout
             cages[f"{prefix}{cage}"] = p.speed_gbps
     return tuple(
         Breakout(cage, model.lanes[speed], speed)
-        for cage, speed in sorted(cages.items(), key=lambda c: _port_key(c[0]))
+        for cage, speed in sorted(cages.items(), key=lambda c: port_key(c[0]))
     )
 
 
@@ -111,7 +111,7 @@ def neighbors(
         if not unnumbered and peer_addr is None:
             continue
         out.append(Neighbor(peer, local, "" if unnumbered else peer_addr.address.split("/")[0], asn[peer]))
-    return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
+    return tuple(sorted(out, key=lambda n: port_key(n.interface)))
 
 
 @functools.lru_cache(maxsize=1 << 14)  # a subnet is parsed for the IPSet, the aggregate and the sort
@@ -247,7 +247,7 @@ def bgp(
 
 
 def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn: int | None) -> tuple[Neighbor, ...]:
-    """The in-band cores' eBGP sessions to the site's border routers (topology/border.py): the
+    """The in-band cores' eBGP sessions to the site's border routers (topology/layout/border.py): the
     site's end of each /31 is the planned peer; without a site ASN, `remote-as external`."""
     out = []
     for lk in links:
@@ -255,7 +255,7 @@ def border_neighbors(links: list[Link], addresses: dict[str, Address], site_asn:
         if lk.tier == "border" and addr is not None:
             out.append(Neighbor(lk.b_device, lk.a_port, addr.peer, site_asn if site_asn is not None else "external",
                                 site=True))
-    return tuple(sorted(out, key=lambda n: _port_key(n.interface)))
+    return tuple(sorted(out, key=lambda n: port_key(n.interface)))
 
 
 def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], summaries: tuple[str, ...],

@@ -165,6 +165,7 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
             if n.address and isinstance(n.remote_as, int)  # "external" (the site's border) lives in frr.conf only
         }
     db.update(services(sw))
+    db["LLDP_PORT"] = {ports.name_of(p.name): {"enabled": "true"} for p in sw.ports}  # every planned port
     if sw.qos:
         db.update(_qos(sw, ports, model))
         cables = {ports.name_of(p.name): p.cable_m for p in sw.ports}
@@ -172,6 +173,7 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
     return db
 
 
+SNMP_PORT = 161
 PEER_LINK_CHANNEL = "PortChannel999"  # above any node bond's id (the SU's node count)
 MCLAG_DOMAIN_ID = "1"  # one domain per pair: each switch is in exactly one
 
@@ -224,6 +226,27 @@ def services(sw: SwitchIntent) -> dict:
         out["SYSLOG_SERVER"] = {ip: {"port": "514", "vrf": vrf} for ip in sv.syslog}
     if sv.gnmi_port is not None:
         out["GNMI"] = {"gnmi": {"port": str(sv.gnmi_port), "vrf": vrf}}
+    if sv.tacacs:  # the passkey is added at push time (vault)
+        out["TACPLUS"] = {"global": {"auth_type": sv.tacacs_auth}}
+        out["TACPLUS_SERVER"] = {ip: {"priority": str(i + 1), "tcp_port": "49", "vrf": vrf}
+                                 for i, ip in enumerate(sv.tacacs)}
+    if sv.radius:  # the passkey is added at push time (vault)
+        out["RADIUS"] = {"global": {"auth_type": sv.radius_auth}}
+        out["RADIUS_SERVER"] = {ip: {"priority": str(i + 1), "auth_port": "1812", "vrf": vrf}
+                                for i, ip in enumerate(sv.radius)}
+    if sv.tacacs or sv.radius:  # logins try the servers, then local accounts
+        out["AAA"] = {"authentication": {"login": ",".join([*(["tacacs+"] if sv.tacacs else []),
+                                                            *(["radius"] if sv.radius else []), "local"])}}
+    out["LLDP"] = {"GLOBAL": {"enabled": "true", "hello_time": str(sv.lldp[0]), "multiplier": str(sv.lldp[1])}}
+    if sv.snmp_users:
+        # authPriv, read-only; the two passwords are added at push time from the vault
+        # (roles/switch_fabric, credentials.json): sonic-snmp makes SNMP_USER_ENCRYPTION_PASSWORD
+        # mandatory, so this table is complete only as pushed
+        out["SNMP_USER"] = {u.name: {"SNMP_USER_TYPE": "Priv", "SNMP_USER_PERMISSION": "RO",
+                                     "SNMP_USER_AUTH_TYPE": u.auth.upper(), "SNMP_USER_ENCRYPTION_TYPE": u.priv.upper()}
+                            for u in sv.snmp_users}
+        if sw.mgmt:  # snmpd answers on eth0's address in the management VRF
+            out["SNMP_AGENT_ADDRESS_CONFIG"] = {f"{sw.mgmt.address.split('/')[0]}|{SNMP_PORT}|{vrf}": {}}
     return out
 
 

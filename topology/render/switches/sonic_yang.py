@@ -58,6 +58,15 @@ TABLE_MODULE = {
     "DNS_NAMESERVER": "sonic-dns",
     "SYSLOG_SERVER": "sonic-syslog",
     "GNMI": "sonic-gnmi",
+    "LLDP": "sonic-lldp",
+    "LLDP_PORT": "sonic-lldp",
+    "SNMP_USER": "sonic-snmp",
+    "SNMP_AGENT_ADDRESS_CONFIG": "sonic-snmp",
+    "TACPLUS": "sonic-system-tacacs",
+    "TACPLUS_SERVER": "sonic-system-tacacs",
+    "AAA": "sonic-system-aaa",
+    "RADIUS": "sonic-system-radius",
+    "RADIUS_SERVER": "sonic-system-radius",
 }
 _KEY = re.compile(r"\bkey\s+[\"']?([^\"';]+)")
 _INT = re.compile(r"^u?int(8|16|32)$")  # RFC 7951: 64-bit integers are JSON strings
@@ -92,6 +101,11 @@ def _leaf_types(module: str) -> dict[str, str]:
         body = _block(text, m.start())
         t = re.search(r"\btype\s+([\w:-]+)", body)
         kind = _resolve(t.group(1) if t else "string")
+        if kind == "union":  # e.g. SNMP agent port: '' or a port number (RFC 7951: a JSON number matches the integer)
+            members = [_resolve(x) for x in re.findall(r"\btype\s+([\w:-]+)", body)[1:]]
+            kind = "int_or_str" if any(_INT.match(x) for x in members) else "str"
+            out.setdefault(m.group(1), kind)
+            continue
         out.setdefault(m.group(1), "int" if _INT.match(kind) else "bool" if kind == "boolean" else "str")
     for imported in re.findall(r"\bimport\s+(sonic-[\w-]+)", text):  # groupings used from other models
         if imported != "sonic-types" and (MODELS / f"{imported}.yang").exists():
@@ -144,6 +158,8 @@ def _typed(types: dict[str, str], field: str, value):
         return [_typed(types, field, v) for v in value]
     if kind == "int":
         return int(value)
+    if kind == "int_or_str":
+        return int(value) if str(value).isdigit() else value
     if kind == "bool":
         return str(value).lower() == "true"
     return value

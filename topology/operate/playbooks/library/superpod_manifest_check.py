@@ -158,7 +158,7 @@ def _contains(path: str, regex: str) -> bool:
 
 
 def _find(args: dict) -> list[str]:
-    """The find module's matches for the options the record keeps (manifest.FIND_ARGS)."""
+    """The find module's matches for the options the record keeps (record_entries.FIND_ARGS)."""
     patterns, excludes = _as_list(args.get("patterns")) or ["*"], _as_list(args.get("excludes"))
     file_type, follow = args.get("file_type") or "file", bool(args.get("follow"))
     found = []

@@ -1,4 +1,4 @@
-"""Compute and storage fabrics: spec in, devices and links out (in-band: topology/inband.py). Pure functions.
+"""Compute and storage fabrics: spec in, devices and links out (in-band: topology/layout/inband.py). Pure functions.
 
 Compute fabric: rail-optimized Clos. In each SU the NIC serving GPU i of every node goes
 to that SU's rail-i leaf. Leaves split their ports down/up by the oversubscription; every
@@ -12,86 +12,23 @@ block connects to core group i.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import ceil, gcd
+from math import ceil
 
 from topology.catalog import Catalog, SwitchModel
 from topology.catalog import load as load_catalog
+from topology.catalog.ports import (
+    cages_fit,
+    most_down,
+    smallest_divisor_at_least,
+    split_ports,
+    switch_speed,
+    trunk_speed,
+    two_tier_spines,
+)
 from topology.errors import SpecError
-from topology.model import Device, Link, Tier
-from topology.names import Names, width
+from topology.layout.model import Device, Link, Tier
+from topology.layout.names import Names, width
 from topology.spec import PodSpec, ratio
-
-
-def smallest_divisor_at_least(n: int, lo: int) -> int | None:
-    """Smallest d with d | n and d >= lo, or None when lo > n."""
-    for d in range(max(lo, 1), n + 1):
-        if n % d == 0:
-            return d
-    return None
-
-
-def split_ports(
-    sw: SwitchModel, down_speed: int, up_speed: int, oversubscription: str, down_used: int, field: str, what: str,
-    at_least: int | None = None,
-) -> tuple[int, int]:
-    """(first uplink port index at `up_speed`, uplinks) for a leaf with `down_used` host ports at
-    `down_speed`. The ratio is of bandwidth (down Gb/s : up Gb/s); host ports fill the bottom
-    cages, uplinks run unsplit at `up_speed` in the top cages. With `at_least`, the ratio is a
-    ceiling: uplinks round up to a multiple of `at_least` (the spines each leaf must reach)."""
-    d, u = ratio(oversubscription)
-    up_bw = down_used * down_speed * u
-    if at_least is not None:
-        up = ceil(up_bw / (d * up_speed) / at_least) * at_least
-    elif up_bw % (d * up_speed):
-        works = next(n for n in range(down_used + 1, down_used + d * up_speed + 1)
-                     if n * down_speed * u % (d * up_speed) == 0)
-        raise SpecError(
-            field,
-            f"{down_used} x {down_speed}G down at {oversubscription} (down:up Gb/s) need "
-            f"{up_bw / d / up_speed:g} uplinks of {up_speed}G: not a whole number of ports "
-            f"(e.g. {works} down ports: nodes_per_su {works})",
-        )
-    else:
-        up = up_bw // (d * up_speed)
-    if not _fits(sw, down_speed, up_speed, down_used, up):
-        # from the leaf's radix down, not from down_used: a hostile count (10**12) must not loop
-        most = next((n for n in range(min(down_used - 1, sw.radix(down_speed)), 0, -1)
-                     if _fits(sw, down_speed, up_speed, n, ceil(n * down_speed * u / (d * up_speed)))), 0)
-        raise SpecError(
-            what,
-            f"{down_used} x {down_speed}G down + {up} x {up_speed}G uplinks at {oversubscription} exceed the "
-            f"leaf's {sw.radix(up_speed)} ports ({sw.cages} {sw.form} cages; at most {most} down)",
-        )
-    return sw.radix(up_speed) - up, up
-
-
-def _fits(sw: SwitchModel, down_speed: int, up_speed: int, down: int, up: int) -> bool:
-    cages = ceil(down / sw.lanes[down_speed]) + ceil(up / sw.lanes[up_speed])
-    return cages <= sw.cages and (sw.max_ports is None or down + up <= sw.max_ports)
-
-
-def _most_down(sw: SwitchModel, down_speed: int, up_speed: int, d: int, u: int) -> int:
-    """Most host ports a leaf takes at d:u (bandwidth) with a whole number of unsplit uplinks."""
-    for n in range(sw.radix(down_speed), 0, -1):
-        up = n * down_speed * u
-        if up % (d * up_speed) == 0 and _fits(sw, down_speed, up_speed, n, up // (d * up_speed)):
-            return n
-    return 0
-
-
-def trunk_speed(a: SwitchModel, b: SwitchModel) -> int:
-    """Switch-to-switch links run unsplit: at the slower end's native port speed (the faster
-    end breaks out only when the two models differ); only host-facing ports follow the NIC."""
-    return min(a.native_gbps, b.native_gbps)
-
-
-def switch_speed(switch: SwitchModel, speed: int, field: str, model: str) -> int:
-    radix = switch.radix(speed)
-    if not radix:
-        raise SpecError(
-            field, f"{model} has no {speed}G ports (speeds: {', '.join(f'{s}G' for s in sorted(switch.lanes))})"
-        )
-    return radix
 
 
 @dataclass(frozen=True)
@@ -396,22 +333,6 @@ def _compute_tiers(spec: PodSpec, sz: ComputeSizing, devices: list[Device]) -> l
     return tiers
 
 
-def _two_tier_spines(uplinks: list[int], radix: int, min_spines: int, field: str) -> int:
-    """Spine count for a two-tier leaf set: divides every leaf's uplinks, fits the ports."""
-    need = max(min_spines, ceil(sum(uplinks) / radix))
-    common = 0
-    for u in uplinks:
-        common = gcd(common, u)
-    spines = smallest_divisor_at_least(common, need)
-    if spines is None:
-        raise SpecError(
-            field,
-            f"leaf uplinks ({', '.join(map(str, sorted(set(uplinks))))}) cannot be "
-            f"spread evenly over {need} or more spines of {radix} ports",
-        )
-    return spines
-
-
 def _rounded_storage_spines(
     sw: SwitchModel, speed: int, trunk: int, spec: PodSpec, min_spines: int, up: int, server_up: int,
     server_leaves: int, server_down: int, per_su: int = 1,
@@ -422,8 +343,8 @@ def _rounded_storage_spines(
     node_ports = ceil(spec.nodes_per_su / per_su) * len(load_catalog().nodes[spec.node_model].storage_nics)
     for s in range(step, radix + 1, step):
         u, su = ceil(up / s) * s, ceil(server_up / s) * s
-        fits = _fits(sw, speed, trunk, node_ports, u) and (
-            not server_leaves or _fits(sw, speed, trunk, server_down, su))
+        fits = cages_fit(sw, speed, trunk, node_ports, u) and (
+            not server_leaves or cages_fit(sw, speed, trunk, server_down, su))
         if fits and spec.max_su * per_su * u + server_leaves * su <= s * radix:
             return s, u, su
     raise SpecError(
@@ -445,7 +366,7 @@ def storage_leaves_per_su(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
     trunks = [trunk_speed(sw, sw)] + sorted((v for v in sw.lanes if speed <= v < sw.native_gbps), reverse=True)
 
     def fits(nodes: int, d: int, u: int) -> bool:  # at some trunk speed storage_fabric may pick
-        return any(_fits(sw, speed, t, nodes * ppn, ceil(nodes * ppn * speed * u / (d * t) / sf.min_spines)
+        return any(cages_fit(sw, speed, t, nodes * ppn, ceil(nodes * ppn * speed * u / (d * t) / sf.min_spines)
                          * sf.min_spines) for t in trunks)
 
     d, u = ratio(sf.oversubscription)
@@ -532,7 +453,7 @@ def storage_fabric(
             sw, speed, trunk, sf.oversubscription, leaf_nodes * ppn, "storage_fabric.oversubscription",
             "storage_fabric.oversubscription", at_least=min_spines,
         )
-        per_leaf = _most_down(sw, speed, trunk, 1, 1)
+        per_leaf = most_down(sw, speed, trunk, 1, 1)
         groups = ceil(sf.storage_servers / per_leaf) if group else 0
         server_leaves = groups * group
         if su_leaves + server_leaves <= radix:
@@ -549,7 +470,7 @@ def storage_fabric(
     uplinks = [up] * su_leaves + [server_up] * server_leaves
     leaves_max = su_leaves + server_leaves
     try:
-        spines = _two_tier_spines(uplinks, radix, min_spines, "storage_fabric")
+        spines = two_tier_spines(uplinks, radix, min_spines, "storage_fabric")
     except SpecError:
         # The ratio is a ceiling here: round every leaf's uplinks up to a spine count that fits.
         spines, up, server_up = _rounded_storage_spines(sw, speed, trunk, spec, min_spines, up, server_up,

@@ -12,8 +12,8 @@ from functools import cached_property
 from netaddr import IPNetwork
 
 from topology.catalog import load as load_catalog
-from topology.model import Layout
-from topology.names import row_letters
+from topology.layout.model import Layout
+from topology.layout.names import row_letters
 from topology.render.labels import cable_id, tiers_numbered_uniquely
 
 OWNER_TAG = "superpod"  # marks what we created: only tagged objects are ever deleted (with --prune)

@@ -2,7 +2,7 @@
 
 The rack OOB switches answer for their rack subnet's gateway and originate that subnet; the
 aggregation switches carry it up to the in-band switches that take their uplinks (the cores,
-or the services pair of a three-tier in-band network, topology/mgmt_net.py), which originate
+or the services pair of a three-tier in-band network, topology/layout/mgmt_net.py), which originate
 the management subnets they hold. ASNs, positional after the fabrics' regions: the aggregation
 switches share one (as a spine tier does: a rack route never loops through another aggregation
 switch), the next is the upstream's when it has none of its own (the cores' border ASN wins),
@@ -12,8 +12,8 @@ end state's rows, so growing the pod moves none of them.
 
 from __future__ import annotations
 
-from topology.mgmt_net import TIER as UPLINK
-from topology.model import Asn, Device, Link, Rack
+from topology.layout.mgmt_net import TIER as UPLINK
+from topology.layout.model import Asn, Device, Link, Rack
 
 AGGREGATION, UPSTREAM, RACK = "oob-aggregation", "oob-upstream", "oob-rack"
 TIERS = ("oob-agg", UPLINK)  # the routed /31s: rack OOB switch to aggregation, aggregation to in-band

@@ -3,21 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass, field
 
-from topology.model import Layout
+from topology.layout.model import Layout
+from topology.render.change_list import Changes
 from topology.render.slurm_changes import scheduler_changes
 from topology.render.switches.changes import switch_config_changes
-
-
-@dataclass
-class Changes:
-    added: list[str] = field(default_factory=list)
-    removed: list[str] = field(default_factory=list)
-    changed: list[str] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.added or self.removed or self.changed)
 
 
 def _compare(old: dict, new: dict, describe) -> Changes:

@@ -13,34 +13,14 @@ from __future__ import annotations
 
 from math import ceil
 
-from topology.catalog import Catalog, SwitchModel
+from topology.catalog import Catalog
+from topology.catalog.ports import cages_used
 from topology.errors import SpecError
-from topology.inband import SIDES, size_inband
-from topology.model import Device, Link
+from topology.layout.inband import SIDES, size_inband
+from topology.layout.model import Device, Link
 from topology.spec import PodSpec
 
 TIER = "oob-uplink"
-
-
-_CAGES_OF: dict[int, tuple[SwitchModel, dict[str, set[int]]]] = {}  # id(model) -> (model, port -> cages)
-
-
-def _cages_of(sw: SwitchModel) -> dict[str, set[int]]:
-    """Each port name of the model, at every speed it supports, and its cage (0-based); built once
-    per model (the catalog is loaded once; the model is kept so its id stays its own)."""
-    hit = _CAGES_OF.get(id(sw))
-    if hit is None:
-        names: dict[str, set[int]] = {}
-        for speed, lanes in sw.lanes.items():
-            for i in range(sw.radix(speed)):
-                names.setdefault(sw.port(i, speed), set()).add(i // lanes)
-        hit = _CAGES_OF[id(sw)] = (sw, names)
-    return hit[1]
-
-
-def _cages_used(sw: SwitchModel, ports: set[str]) -> set[int]:
-    cages_of = _cages_of(sw)
-    return set().union(*(cages_of[p] for p in ports if p in cages_of))
 
 
 def oob_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[Link]) -> list[Link]:
@@ -65,7 +45,7 @@ def oob_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[
         cores = sorted(d.name for d in devices if d.role == "inband_core")
         lpc = ib.uplinks_per_switch // sz.cores
         reserved = ceil(sz.switches_max * lpc / core_sw.lanes[sz.up_speed])  # the end state's switch uplinks
-        taken = {c: _cages_used(core_sw, used.get(c, set())) for c in cores}  # once per core, not per cage
+        taken = {c: cages_used(core_sw, used.get(c, set())) for c in cores}  # once per core, not per cage
         free = {c: [k for k in range(core_sw.cages - 1, reserved - 1, -1) if k not in taken[c]] for c in cores}
         per_core = ceil(len(aggs) * oob.aggregation_uplinks / len(cores))
         lanes = core_sw.lanes[speed]

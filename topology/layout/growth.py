@@ -14,10 +14,9 @@ from operator import attrgetter, itemgetter
 from pathlib import Path
 
 from topology.errors import SpecError
-from topology.model import Layout
+from topology.layout.model import Layout
 
 SHOWN = 5  # moves named in the error; the count says how many more
-SPEC_FIRST = '{"spec":'  # layout.json starts with the spec it was planned from (render/layout_json.py)
 
 
 def _rows(table: dict, key: tuple[str, ...], fields: tuple[str, ...]) -> dict[tuple, tuple]:
@@ -72,18 +71,14 @@ def changed_fields(old: dict, new: dict, prefix: str = "") -> list[str]:
 
 def check_growth(previous_plan: Path, layout: Layout) -> None:
     """Raises SpecError naming the changed spec fields when the plan in `previous_plan` (a
-    layout.json) has installed gear the new layout moves. No previous plan, or the same spec
-    planned again: nothing to check (what a new version of superpod changes, `diff` shows)."""
+    layout.json) has installed gear the new layout moves. No previous plan: nothing to check. The
+    layouts are compared even when the spec is the same: a catalog overlay (or a new version of
+    superpod) can move gear with the spec unchanged."""
     if not previous_plan.is_file():
         return
     spec = layout.spec.model_dump(mode="json")
     try:
-        text = previous_plan.read_text(encoding="utf-8")
-        if text.startswith(SPEC_FIRST):  # the same spec planned again: read no further (an 8k plan's is 11 MB)
-            before, _ = json.JSONDecoder().raw_decode(text, len(SPEC_FIRST))
-            if before == spec:
-                return
-        previous = json.loads(text)
+        previous = json.loads(previous_plan.read_text(encoding="utf-8"))
         found = moves(previous, layout)
     except (ValueError, KeyError, TypeError):  # not a layout.json this version wrote: nothing to compare
         return

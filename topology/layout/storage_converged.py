@@ -15,15 +15,13 @@ switches); growing the pod moves none of them.
 
 from __future__ import annotations
 
-from functools import cache
 from math import ceil
 
 from topology.catalog import Catalog
-from topology.catalog import load as load_catalog
+from topology.catalog.ports import cage_of, trunk_speed
 from topology.errors import SpecError
-from topology.fabric import trunk_speed
-from topology.inband import size_inband
-from topology.model import Device, Link
+from topology.layout.inband import size_inband
+from topology.layout.model import Device, Link
 from topology.spec import PodSpec, ratio
 
 TIER = "inband-storage_leaf"
@@ -46,12 +44,6 @@ def links_per_switch(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
 
 def _links(host_gbps: int, down: int, up: int, speed: int) -> int:
     return max(1, ceil(host_gbps * up / (down * speed)))
-
-
-@cache
-def _cage_of(key: str) -> dict[str, int]:
-    model = load_catalog().switches[key]
-    return {model.port(i, s): i // lanes for s, lanes in model.lanes.items() for i in range(model.radix(s))}
 
 
 def storage_junction(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[Link]) -> list[Link]:
@@ -84,10 +76,10 @@ def storage_junction(spec: PodSpec, cat: Catalog, devices: list[Device], links: 
         if d.role == "storage_leaf" and d.su is not None:
             leaves.setdefault(d.su, []).append(d.name)
     uplink_cages: dict[str, int] = {}
-    cage_of = _cage_of(spec.storage_fabric.switch_model)
+    storage_sw = cat.switches[spec.storage_fabric.switch_model]
     for lk in links:
         if lk.tier == "storage_leaf-storage_spine" and lk.a_device.startswith("su"):
-            cage = cage_of[lk.a_port]
+            cage = cage_of(storage_sw, lk.a_port)
             uplink_cages[lk.a_device] = min(cage, uplink_cages.get(lk.a_device, cage))
     out: list[Link] = []
     for d in sorted((d for d in devices if d.role == "inband_switch" and d.su is not None), key=lambda d: d.slot):

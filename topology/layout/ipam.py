@@ -17,15 +17,15 @@ from netaddr.strategy.ipv4 import int_to_str
 from topology.catalog import Catalog
 from topology.catalog import load as load_catalog
 from topology.errors import SpecError
-from topology.fabric import ComputeSizing, storage_leaves_per_su
-from topology.inband import pairs_for, size_inband
-from topology.inband_routing import inband_asns, uplink_regions
-from topology.model import Address, Asn, Device, Link, Rack
-from topology.oob_routing import oob_asns
-from topology.racks import agg_access_ports
+from topology.layout.fabric import ComputeSizing, storage_leaves_per_su
+from topology.layout.inband import pairs_for, size_inband
+from topology.layout.inband_routing import inband_asns, uplink_regions
+from topology.layout.model import Address, Asn, Device, Link, Rack
+from topology.layout.oob_routing import oob_asns
+from topology.layout.racks import agg_access_ports
+from topology.layout.storage_converged import TIER as JUNCTION
+from topology.layout.storage_converged import converged, links_per_switch
 from topology.spec import PodSpec
-from topology.storage_converged import TIER as JUNCTION
-from topology.storage_converged import converged, links_per_switch
 
 INBAND_VLAN = 10  # the in-band SVI on each SU switch pair and on the cores
 OOB_VLAN = 2  # a rack's OOB SVI on its OOB switches (SONiC refuses VLAN 1): vlan2, as on the switch
@@ -174,7 +174,7 @@ def plan(
     plen = prefix_for(per_pair + 1 + GATEWAY_PAIR)
     services_hosts = spec.management.inband.mgmt_nodes + 1 + GATEWAY_PAIR
     plen = min(plen, prefix_for(services_hosts))
-    # The UFM appliances and storage servers (topology/inband_services.py): subnets of their own
+    # The UFM appliances and storage servers (topology/layout/inband_services.py): subnets of their own
     # after the services subnet, as many as they fill at the pool's size (so their count never
     # resizes the SUs' subnets), gateway VRR on the services pair's vlan11, vlan12, ...
     mgmt_nodes = spec.management.inband.mgmt_nodes
@@ -312,7 +312,7 @@ def _oob(
     """OOB: one subnet per rack position (gateway .1, the rack's OOB switches next, then
     every managed device in the order it is cabled). The gateway is the rack's OOB switches'
     VRR address (`vlan2-v0`); they route over /31s to the aggregation switches, which route over
-    /31s to the in-band network (topology/mgmt_net.py): /31s cut after the end state's rack
+    /31s to the in-band network (topology/layout/mgmt_net.py): /31s cut after the end state's rack
     subnets, aggregation ports first, then the aggregation uplinks, the upper end .0."""
     oob_links: dict[str, list[Link]] = {}
     for lk in links:

@@ -12,8 +12,8 @@ from math import ceil, floor
 
 from topology.catalog import Catalog
 from topology.errors import SpecError
-from topology.model import Device, Link, Rack
-from topology.names import Names
+from topology.layout.model import Device, Link, Rack
+from topology.layout.names import Names
 from topology.spec import PodSpec
 
 SU_NETWORK_ROLES = ("leaf", "storage_leaf", "inband_switch", "ufm")
@@ -140,7 +140,7 @@ class Placement:
         spines = [d for d in devices if d.role == "spine"]
         if not spines or all(d.block is None for d in spines):
             return infra
-        from topology.fabric import size_compute  # sizes are needed only for three tiers
+        from topology.layout.fabric import size_compute  # sizes are needed only for three tiers
 
         sz = size_compute(self.spec, self.cat)
         built = {d.name for d in spines}
@@ -159,7 +159,7 @@ class Placement:
         built = {d.name for d in devices if d.role == "inband_spine"}
         if not built:
             return infra
-        from topology.inband import size_inband
+        from topology.layout.inband import size_inband
 
         sz = size_inband(self.spec, self.cat)
         ib = self.spec.management.inband

@@ -349,12 +349,12 @@ def layer(data: dict, overlay: object, source: str) -> dict:
 
 @cache
 def load() -> Catalog:
-    text = (Path(__file__).parent / "data" / "catalog.yaml").read_text(encoding="utf-8")
+    text = (Path(__file__).parents[1] / "data" / "catalog.yaml").read_text(encoding="utf-8")
     data = {k: v for k, v in yaml.safe_load(text).items() if not k.startswith("_")}
     if not _overlays:
         return Catalog.model_validate(data)
-    from topology import strict_yaml
     from topology.errors import SpecError, SpecErrors
+    from topology.spec import strict_yaml
 
     for path in _overlays:
         data = layer(data, strict_yaml.load_file(path, "--catalog"), path)

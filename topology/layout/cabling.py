@@ -9,7 +9,7 @@ from math import ceil
 
 from topology.catalog import Catalog, Optic
 from topology.errors import SpecError
-from topology.model import Device, Link, Rack
+from topology.layout.model import Device, Link, Rack
 from topology.spec import PodSpec
 
 # Lengths cables are sold in (m); a run is rounded up to the next one.

@@ -25,13 +25,13 @@ from math import ceil
 
 from netaddr.strategy.ipv4 import int_to_str
 
-from topology.cabling import end_of, parts, run_length, stock_length
 from topology.catalog import Catalog
+from topology.catalog.ports import cages_used
 from topology.errors import SpecError
-from topology.inband import size_inband
-from topology.ipam import Pool
-from topology.mgmt_net import _cages_used
-from topology.model import Address, Asn, Device, Link, Rack
+from topology.layout.cabling import end_of, parts, run_length, stock_length
+from topology.layout.inband import size_inband
+from topology.layout.ipam import Pool
+from topology.layout.model import Address, Asn, Device, Link, Rack
 from topology.spec import PodSpec
 
 TIER = "border"
@@ -77,7 +77,7 @@ def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: li
     speed = core_sw.native_gbps
     out: list[Link] = []
     for core in cores:
-        taken = _cages_used(core_sw, used.get(core.name, set()))
+        taken = cages_used(core_sw, used.get(core.name, set()))
         free = [k for k in range(core_sw.cages - 1, reserved - 1, -1) if k not in taken]
         if len(free) < count:
             raise SpecError(

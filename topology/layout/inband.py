@@ -20,10 +20,16 @@ from dataclasses import dataclass
 from math import ceil, gcd
 
 from topology.catalog import Catalog, NodeModel, SwitchModel
+from topology.catalog.ports import (
+    cages_fit_peers,
+    smallest_divisor_at_least,
+    switch_speed,
+    trunk_speed,
+    two_tier_spines,
+)
 from topology.errors import SpecError
-from topology.fabric import _two_tier_spines, smallest_divisor_at_least, switch_speed, trunk_speed
-from topology.model import Device, Link, Tier
-from topology.names import Names
+from topology.layout.model import Device, Link, Tier
+from topology.layout.names import Names
 from topology.spec import PodSpec
 
 SIDES = 2  # a pair: the bond's two members land on different switches
@@ -55,11 +61,6 @@ class InbandSizing:
         return self.spines_per_block * self.blocks_max
 
 
-def _fits(sw: SwitchModel, speed: int, up_speed: int, peer_speed: int, hosts: int, up: int, peers: int) -> bool:
-    cages = ceil(hosts / sw.lanes[speed]) + ceil(up / sw.lanes[up_speed]) + ceil(peers / sw.lanes[peer_speed])
-    return cages <= sw.cages and (sw.max_ports is None or hosts + up + peers <= sw.max_ports)
-
-
 @dataclass(frozen=True)
 class _Models:
     """The catalog entries the in-band fabric is built from (one lookup for every step)."""
@@ -86,9 +87,9 @@ def pairs_for(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
     up_speed = trunk_speed(sw, core_sw)
     peers = ib.peer_links if ib.pairing == "mlag" and len(node.inband_nics) == SIDES else 0
     up = ib.uplinks_per_switch
-    if not _fits(sw, speed, up_speed, sw.native_gbps, 1, up, peers):
-        most = max((u for u in range(1, min(up, sw.radix(up_speed))) if _fits(sw, speed, up_speed, sw.native_gbps,
-                                                                              1, u, peers)), default=0)
+    if not cages_fit_peers(sw, speed, up_speed, sw.native_gbps, 1, up, peers):
+        most = max((u for u in range(1, min(up, sw.radix(up_speed)))
+                    if cages_fit_peers(sw, speed, up_speed, sw.native_gbps, 1, u, peers)), default=0)
         raise SpecError(
             "management.inband.uplinks_per_switch",
             f"in-band fabric: {up} x {up_speed}G uplinks + {peers} peer links leave no host port on "
@@ -96,7 +97,7 @@ def pairs_for(spec: PodSpec, cat: Catalog) -> tuple[int, int]:
         )
     for pairs in range(1, spec.nodes_per_su + 1):
         per_pair = ceil(spec.nodes_per_su / pairs)
-        if _fits(sw, speed, up_speed, sw.native_gbps, per_pair, up, peers):
+        if cages_fit_peers(sw, speed, up_speed, sw.native_gbps, per_pair, up, peers):
             return pairs, per_pair
     raise AssertionError("one node per pair always fits once one host port does")
 
@@ -143,7 +144,7 @@ def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
     spine_up = core_radix - spine_down
     switches_max = su_switches + SIDES
     blocks_max = ceil(switches_max / spine_down)
-    # each core keeps whole cages for its border uplinks (topology/border.py) beside the spines
+    # each core keeps whole cages for its border uplinks (topology/layout/border.py) beside the spines
     spine_ports = core_radix - ib.border_uplinks * core_sw.lanes[up_speed]
     per_group = smallest_divisor_at_least(spine_up, ceil(blocks_max * spine_up / max(spine_ports, 1)))
     if per_group is None:
@@ -162,7 +163,7 @@ def size_inband(spec: PodSpec, cat: Catalog) -> InbandSizing:
         )
 
     def svc_fits(m: int) -> bool:
-        return _fits(sw, speed, up_speed, sw.native_gbps, ceil(m * mgmt.inband_ports / SIDES), up, peer_links)
+        return cages_fit_peers(sw, speed, up_speed, sw.native_gbps, ceil(m * mgmt.inband_ports / SIDES), up, peer_links)
 
     if not svc_fits(ib.mgmt_nodes):
         most = max((m for m in range(min(ib.mgmt_nodes, sw.radix(speed) * SIDES)) if svc_fits(m)), default=0)
@@ -184,7 +185,7 @@ def _inband_cores(uplinks: list[int], radix: int, mgmt_ports: int, min_cores: in
     field = "management.inband.core_switch_model"
     if mgmt_ports < radix:
         try:
-            return _two_tier_spines(uplinks, radix - mgmt_ports, min_cores, field)
+            return two_tier_spines(uplinks, radix - mgmt_ports, min_cores, field)
         except SpecError:
             pass
     common = 0

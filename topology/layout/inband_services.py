@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from math import ceil
 
-from topology.border import ports_used, reserved_core_cages
 from topology.catalog import Catalog
+from topology.catalog.ports import cages_used
 from topology.errors import SpecError
-from topology.inband import SIDES, size_inband, svc_name
-from topology.mgmt_net import _cages_used
-from topology.model import Device, Link
+from topology.layout.border import ports_used, reserved_core_cages
+from topology.layout.inband import SIDES, size_inband, svc_name
+from topology.layout.model import Device, Link
 from topology.spec import PodSpec
 
 TIER = "service-inband"
@@ -61,7 +61,7 @@ def service_links(spec: PodSpec, cat: Catalog, devices: list[Device], links: lis
     speed = link_speed(sw.lanes, max(cat.appliances[h.model].inband_speed_gbps for h in hosts), sz.speed)
     used = ports_used(links, set(pair))
     lanes = sw.lanes[speed]
-    taken = {s: _cages_used(sw, used.get(s, set())) for s in pair}
+    taken = {s: cages_used(sw, used.get(s, set())) for s in pair}
     free = {s: [k for k in cages if k not in taken[s]] for s in pair}
     need: dict[str, int] = dict.fromkeys(pair, 0)
     out: list[Link] = []

@@ -14,9 +14,10 @@ from typing import Annotated, Literal
 import netaddr
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from topology import catalog, strict_yaml
+from topology import catalog
 from topology.errors import SpecError, SpecErrors
-from topology.spec_bounds import check_bounds
+from topology.spec import strict_yaml
+from topology.spec.bounds import check_bounds
 
 PositiveInt = Annotated[int, Field(gt=0)]
 Ratio = Annotated[str, Field(pattern=r"^[1-9][0-9]*:[1-9][0-9]*$", description='down:up, e.g. "1:1"')]
@@ -336,7 +337,8 @@ CUMULUS_RELEASES = NVUE_MODEL_RELEASES[NVUE_MODEL_RELEASES.index("5.6"):]
 CumulusRelease = Literal[CUMULUS_RELEASES]  # type: ignore[valid-type]
 
 
-def _release(text: str) -> tuple[int, ...]:
+def release_key(text: str) -> tuple[int, ...]:
+    """A release as numbers to compare: "5.10" comes after "5.9" (as strings it would not)."""
     return tuple(int(x) for x in text.split("."))
 
 
@@ -371,6 +373,32 @@ def _address(value: str) -> str:
 GNMI_SINCE = "5.13"  # Cumulus Linux's first NVUE with `system gnmi-server`
 
 
+# the inventory (vault) variables the push reads the switches' secrets from
+SNMP_VAULT_VAR = "vault_switch_snmp_users"  # {user: {auth: ..., priv: ...}}
+USERS_VAULT_VAR = "vault_switch_user_hashes"  # {user: crypt(3) hash}
+TACACS_VAULT_VAR = "vault_switch_tacacs_key"  # the TACACS+ shared secret
+RADIUS_VAULT_VAR = "vault_switch_radius_key"  # the RADIUS shared secret
+TACACS_SINCE = "5.15"  # NVUE's `system aaa authentication order` (earlier releases order it per priority key)
+
+
+class LocalUser(_Spec):
+    """A local account on every Cumulus switch; its password hash comes from the vault."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field(
+        description="Linux user name (lower case, digits, '_', '-'; at most 32)")
+    role: Literal["system-admin", "nvue-admin", "nvue-monitor"] = Field(
+        "system-admin", description="NVUE role (the three every release 5.6-5.18 has)")
+
+
+class SnmpUser(_Spec):
+    """An SNMPv3 user with authentication and privacy (authPriv), read-only."""
+
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{4,32}$")] = Field(
+        description="user name: 4-32 letters, digits, '_', '.', '-' (SONiC's SNMP_USER name rule)")
+    auth: Literal["sha", "md5"] = Field("sha", description="authentication protocol (NVUE: auth-sha|auth-md5)")
+    priv: Literal["aes", "des"] = Field("aes", description="privacy protocol (NVUE: encrypt-aes|encrypt-des)")
+
+
 class SwitchServices(_Spec):
     """What every Ethernet switch runs besides forwarding, whatever its OS. Servers are reached
     through the management VRF (eth0)."""
@@ -395,9 +423,50 @@ class SwitchServices(_Spec):
         True, description="node and appliance bonds on the in-band pairs: LACP bypass (PXE before the OS "
         "brings LACP up), STP admin edge and BPDU guard",
     )
+    snmp_users: list[SnmpUser] = Field(
+        [], description="SNMPv3 read-only users on every Ethernet switch (none: no SNMP agent). Only names and "
+        "protocols live here: the passwords come from the Ansible vault at push time "
+        f"({SNMP_VAULT_VAR}.<name>.auth / .priv) and are never written under build/",
+    )
+    local_users: list[LocalUser] = Field(
+        [], description="local accounts on every Cumulus switch (NVUE `system aaa user`); password hashes from the "
+        f"vault ({USERS_VAULT_VAR}.<name>). SONiC keeps local accounts outside ConfigDB: refused there")
+    tacacs_servers: list[str] = Field(
+        [], description="TACACS+ servers (IPv4, in priority order), reached through the management VRF; logins try "
+        f"them, then the local accounts. The shared secret comes from the vault ({TACACS_VAULT_VAR}). "
+        f"Cumulus from {TACACS_SINCE}")
+    tacacs_auth: Literal["pap", "chap", "login"] = Field("pap", description="TACACS+ authentication type")
+    radius_servers: list[str] = Field(
+        [], description="RADIUS servers (IPv4, in priority order), through the management VRF; logins try TACACS+ "
+        f"(if any), then RADIUS, then the local accounts. The shared secret comes from the vault ({RADIUS_VAULT_VAR}). "
+        f"Cumulus from {TACACS_SINCE}")
+    radius_auth: Literal["pap", "chap", "mschapv2"] = Field("pap", description="RADIUS authentication type")
+    lldp_tx_interval_s: Annotated[int, Field(ge=5, le=254)] = Field(
+        30, description="LLDP transmit interval on every switch port (the range SONiC's model and NVUE both take)")
+    lldp_hold_multiplier: Annotated[int, Field(ge=2, le=10)] = Field(
+        4, description="LLDP hold multiplier: a neighbor is forgotten after interval x multiplier")
 
-    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers")(
+    _addresses = field_validator("ntp_servers", "dns_servers", "syslog_servers", "tacacs_servers",
+                                 "radius_servers")(
         lambda v: [_address(a) for a in v])
+
+    @field_validator("snmp_users")
+    @classmethod
+    def _unique_users(cls, users: list[SnmpUser]) -> list[SnmpUser]:
+        names = [u.name for u in users]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"SNMP user {', '.join(twice)} listed twice: a switch has one entry per user name")
+        return users
+
+    @field_validator("local_users")
+    @classmethod
+    def _unique_accounts(cls, users: list[LocalUser]) -> list[LocalUser]:
+        names = [u.name for u in users]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise ValueError(f"local user {', '.join(twice)} listed twice")
+        return users
 
 
 Efficiency = Annotated[float, Field(gt=0, le=1)]
@@ -479,10 +548,19 @@ class PodSpec(_Spec):
         fabrics = [info.data.get("compute_fabric"), info.data.get("storage_fabric"),
                    *((mgmt.inband, mgmt.oob) if mgmt else ())]
         uses_cumulus = any(f is not None and f.switch_os == "cumulus" for f in fabrics)
-        if services.gnmi_server and uses_cumulus and _release(release) < _release(GNMI_SINCE):
+        if services.gnmi_server and uses_cumulus and release_key(release) < release_key(GNMI_SINCE):
             raise ValueError(f"gnmi_server: Cumulus Linux {release} has no gNMI server (NVUE `system gnmi-server` "
                              f"from {GNMI_SINCE}): set switch_software.cumulus_release to {GNMI_SINCE} or later, "
                              "or gnmi_server: false")
+        for name in ("tacacs_servers", "radius_servers"):
+            if getattr(services, name) and uses_cumulus and release_key(release) < release_key(TACACS_SINCE):
+                raise ValueError(f"{name}: on Cumulus Linux {release} the plan does not write TACACS+ or RADIUS "
+                                 f"(NVUE orders logins with `system aaa authentication order` from {TACACS_SINCE}): "
+                                 f"set switch_software.cumulus_release to {TACACS_SINCE} or later")
+        on_sonic = [f for f in fabrics if f is not None and f.switch_os == "sonic"]
+        if services.local_users and on_sonic:
+            raise ValueError("local_users: SONiC keeps local accounts outside ConfigDB and this project does not "
+                             "manage them: leave local_users empty while a fabric's switch_os is sonic")
         return services
 
     @model_validator(mode="after")

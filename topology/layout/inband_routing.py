@@ -18,10 +18,10 @@ end .0. ASNs: a region after the OOB network's, so no ASN of an earlier region m
 from __future__ import annotations
 
 from topology.catalog import Catalog
-from topology.inband import size_inband
-from topology.model import Asn, Device
+from topology.layout.inband import size_inband
+from topology.layout.model import Asn, Device
+from topology.layout.storage_converged import converged
 from topology.spec import PodSpec
-from topology.storage_converged import converged
 
 UPLINK_TIERS = ("inband-core", "inband-spine", "inband-spine-core")  # the routed in-band /31s
 LEAF, SPINE = "inband-leaf", "inband-spine"
