@@ -63,3 +63,23 @@ if ! command -v promtool >/dev/null && [[ ! -x .venv/bin/promtool ]] && command 
   install -m 0755 "$deb_dir/root/usr/bin/promtool" .venv/bin/promtool
   rm -rf "$deb_dir"
 fi
+
+# Alertmanager (the health watcher's alerts are posted to a real one on loopback in its tests).
+# Only the binary, out of Debian's package, for the same reason as promtool: the package would
+# start a daemon.
+if { { ! command -v alertmanager >/dev/null && [[ ! -x .venv/bin/alertmanager ]]; } \
+     || [[ ! -f /usr/share/prometheus/alertmanager/email.tmpl ]]; } && command -v apt-get >/dev/null; then
+  deb_dir=$(mktemp -d)
+  if ! (cd "$deb_dir" && apt-get download -qq prometheus-alertmanager 2>/dev/null); then
+    sudo_cmd=""; [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+    $sudo_cmd apt-get update -qq
+    (cd "$deb_dir" && apt-get download -qq prometheus-alertmanager)
+  fi
+  dpkg-deb -x "$deb_dir"/prometheus-alertmanager_*.deb "$deb_dir/root"
+  install -m 0755 "$deb_dir/root/usr/bin/prometheus-alertmanager" .venv/bin/alertmanager
+  # Debian's build reads its notification templates from this path (it refuses its config without them)
+  sudo_cmd=""; [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
+  $sudo_cmd install -d /usr/share/prometheus/alertmanager
+  $sudo_cmd install -m 0644 "$deb_dir"/root/usr/share/prometheus/alertmanager/*.tmpl /usr/share/prometheus/alertmanager/
+  rm -rf "$deb_dir"
+fi

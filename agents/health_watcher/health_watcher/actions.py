@@ -34,6 +34,8 @@ def drain(cfg: WatcherConfig, reason: str, run=subprocess.run) -> None:
     elif s.kind == "kubernetes":
         _run([s.kubectl, "cordon", name], run)
         _run([s.kubectl, "annotate", "--overwrite", "node", name, f"superpod.io/health={reason}"], run)
+    elif s.kind == "command":
+        _run([a.format(node=name, reason=reason) for a in s.drain_command], run)
 
 
 def resume(cfg: WatcherConfig, run=subprocess.run) -> None:
@@ -43,6 +45,8 @@ def resume(cfg: WatcherConfig, run=subprocess.run) -> None:
     elif s.kind == "kubernetes":
         _run([s.kubectl, "uncordon", name], run)
         _run([s.kubectl, "annotate", "node", name, "superpod.io/health-"], run)
+    elif s.kind == "command":
+        _run([a.format(node=name, reason="") for a in s.resume_command], run)
 
 
 def alert(cfg: WatcherConfig, reason: str, firing: bool, since: float) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # GPU XIDs that take a node out (NVIDIA's XID catalog, "Xid Errors" in the GPU deployment and
 # management documentation): 48 double-bit ECC, 61/62 internal micro-controller halt, 63/64 row
@@ -27,10 +27,29 @@ class Rail(_Model):
 
 
 class Scheduler(_Model):
-    kind: Literal["slurm", "kubernetes", "none"] = "slurm"
+    """How the node is taken out and brought back: Slurm's scontrol, Kubernetes' kubectl, or a
+    site's own commands (kind "command": argv lists where {node} and {reason} are filled in, e.g.
+    a wrapper that drains in Slurm and cordons in Kubernetes, or runs scontrol on the head node)."""
+
+    kind: Literal["slurm", "kubernetes", "command", "none"] = "slurm"
     scontrol: str = "scontrol"
     kubectl: str = "kubectl"
+    drain_command: list[str] = Field(default_factory=list)
+    resume_command: list[str] = Field(default_factory=list)
     node_name: str = ""  # the scheduler's name for this node; "" = config.node
+
+    @model_validator(mode="after")
+    def _commands(self) -> Scheduler:
+        if self.kind == "command" and not (self.drain_command and self.resume_command):
+            raise ValueError("scheduler: kind 'command' needs drain_command and resume_command (argv lists)")
+        for name in ("drain_command", "resume_command"):
+            for arg in getattr(self, name):
+                try:
+                    arg.format(node="", reason="")
+                except (KeyError, IndexError, ValueError) as e:
+                    raise ValueError(f"scheduler.{name}: {arg!r}: only {{node}} and {{reason}} are filled in "
+                                     f"({e})") from None
+        return self
 
 
 class Alert(_Model):
@@ -38,6 +57,31 @@ class Alert(_Model):
 
     url: str = ""
     timeout_s: float = Field(5.0, gt=0)
+
+
+class Pfc(_Model):
+    """PFC storms from the fabric telemetry exporter on this node (agents/fabric_telemetry's
+    /metrics, the mlx5 counters it reads with ethtool -S); empty url: not watched."""
+
+    url: str = ""  # e.g. http://<in-band address>:9735/metrics
+    timeout_s: float = Field(2.0, gt=0)
+    basic_auth_user: str = ""
+    basic_auth_password_file: str = ""  # mode 0600 on the node; the password never sits in this file
+    # A NIC priority paused (or pausing) more than this share of the time for storm_for_s is a storm
+    # (the generated FabricPfcStorm alert uses the same ratio, over 2 min: this one drains sooner).
+    storm_pause_ratio: float = Field(0.5, gt=0, le=1)
+    storm_for_s: float = Field(10.0, ge=0)
+    # tx: this NIC keeps pausing its leaf (a stuck receiver here: the storm that spreads through the
+    # fabric, the node is at fault). rx: the leaf pauses this NIC (a victim of congestion elsewhere):
+    # not a reason to drain this node unless the site says so.
+    directions: list[Literal["rx", "tx"]] = Field(default_factory=lambda: ["tx"], min_length=1)
+    kinds: list[Literal["rail", "storage"]] = Field(default_factory=lambda: ["rail"], min_length=1)
+
+    @model_validator(mode="after")
+    def _auth_pair(self) -> Pfc:
+        if bool(self.basic_auth_user) != bool(self.basic_auth_password_file):
+            raise ValueError("pfc: basic_auth_user and basic_auth_password_file go together")
+        return self
 
 
 class WatcherConfig(_Model):
@@ -61,6 +105,7 @@ class WatcherConfig(_Model):
     return_after_s: float = Field(600.0, ge=0)  # quiet time after the last fault before the return checks
     scheduler: Scheduler = Scheduler()
     alert: Alert = Alert()
+    pfc: Pfc = Pfc()
     state_file: str = "/var/lib/superpod-health-watcher/state.json"
 
 

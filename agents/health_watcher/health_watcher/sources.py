@@ -4,6 +4,7 @@ row remapping, lost GPUs), the rails' netdevs in sysfs (down, flapping) and node
 from __future__ import annotations
 
 import errno
+import json
 import os
 import re
 import subprocess
@@ -134,12 +135,37 @@ class RailLinks:
 
 
 def command_fault(name: str, argv: list[str], run=subprocess.run, timeout: float = 1800) -> Fault | None:
-    """Runs a check (node_check, acceptance); a non-zero exit is a fault naming its last words."""
+    """Runs a check (node_check, acceptance). node_check's module run on its own (python3
+    superpod_node_check.py ARGS.json, as Slurm's health check runs it) prints its result as JSON and
+    exits 0 whatever it found: its mismatches (or its failure) are the fault. Any other command: a
+    non-zero exit is a fault naming its last words."""
     try:
         done = run(argv, capture_output=True, text=True, timeout=timeout, check=False)
     except (OSError, subprocess.TimeoutExpired) as e:
         return Fault(name, f"{name} did not run: {e}")
+    result = _module_result(done.stdout) if name == "node_check" else None
+    if result is not None:
+        if result.get("failed"):
+            return Fault(name, f"{name} failed: {str(result.get('msg', ''))[:120]}")
+        found = [f"{m.get('check')} expected {m.get('expected')} actual {m.get('actual')}"
+                 for m in result.get("mismatches") or []]
+        if found:
+            return Fault(name, f"{name}: {len(found)} mismatch(es): {'; '.join(found)}"[:200])
+        if done.returncode == 0:
+            return None
     if done.returncode == 0:
         return None
     said = [x for x in (done.stdout + "\n" + done.stderr).splitlines() if x.strip()]
     return Fault(name, f"{name} failed (exit {done.returncode}): {said[-1].strip()[:120] if said else ''}")
+
+
+def _module_result(stdout: str) -> dict | None:
+    """An Ansible module's JSON result (it has 'mismatches' or 'failed'), else None."""
+    text = stdout.strip()
+    if not text.startswith("{"):
+        return None
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and ("mismatches" in data or "failed" in data) else None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from . import actions
 from .config import WatcherConfig
+from .pfc import PfcStorms
 from .sources import Fault, KernelLog, RailLinks, command_fault, gpu_faults, xid_faults
 
 log = logging.getLogger("health_watcher")
@@ -23,6 +24,7 @@ class Watcher:
         self.cfg, self.run, self.clock, self.wall = cfg, run, clock, wall
         self.kernel = KernelLog(cfg.kernel_log)
         self.rails = RailLinks(cfg)
+        self.pfc = PfcStorms(cfg.pfc)
         self.next_gpu = self.next_check = 0.0
         self.state_path = Path(cfg.state_file)
         self.state = self._load()
@@ -40,7 +42,8 @@ class Watcher:
         tmp.replace(self.state_path)
 
     def faults(self, now: float) -> list[Fault]:
-        found = xid_faults(self.kernel.lines(), set(self.cfg.drain_xids)) + self.rails.faults(now)
+        found = (xid_faults(self.kernel.lines(), set(self.cfg.drain_xids)) + self.rails.faults(now)
+                 + self.pfc.faults(now))
         if now >= self.next_gpu:
             self.next_gpu = now + self.cfg.gpu_interval_s
             found += gpu_faults(self.cfg, self.run)

@@ -5,6 +5,8 @@ arguments as the real ones do and record each call."""
 from __future__ import annotations
 
 import json
+import re
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 from pathlib import Path
@@ -218,3 +220,59 @@ def test_the_fake_scontrol_refuses_a_drain_without_reason(tmp_path):
     tool = fakes.write_tool(tmp_path / "scontrol", fakes.FAKE_SCONTROL, tmp_path / "log")
     done = subprocess.run([str(tool), "update", "nodename=x", "state=drain"], capture_output=True, text=True)
     assert done.returncode == 1 and "You must specify a reason" in done.stderr
+
+
+def test_a_site_command_drains_and_returns(node):
+    """scheduler kind 'command': the site's own argv, {node} and {reason} filled in, one argument each."""
+    tmp, cfg = node
+    tool = fakes.write_tool(tmp / "site-drain", fakes.FAKE_KUBECTL, tmp / "site.log")  # records its argv
+    cfg = cfg.model_copy(update={"scheduler": type(cfg.scheduler).model_validate({
+        "kind": "command", "drain_command": [str(tool), "out", "{node}", "--why={reason}"],
+        "resume_command": [str(tool), "back", "{node}"]})})
+    clock = Clock()
+    w = Watcher(cfg, clock=clock)
+    (tmp / "net/enp0np0/operstate").write_text("down\n")
+    assert w.step() == "drain"
+    (tmp / "net/enp0np0/operstate").write_text("up\n")
+    clock.t += 61
+    assert w.step() == "resume"
+    assert fakes.calls(tmp / "site.log") == [["out", "su01-node03", "--why=superpod-health: rail 0 enp0np0 is down"],
+                                             ["back", "su01-node03"]]
+    assert scontrol_calls(tmp) == []
+
+
+@pytest.mark.parametrize("scheduler, rule", [
+    ({"kind": "command", "drain_command": ["x"]}, "needs drain_command and resume_command"),
+    ({"kind": "command", "drain_command": ["x", "{host}"], "resume_command": ["y"]}, "only {node} and {reason}"),
+])
+def test_bad_site_commands_are_refused(scheduler, rule):
+    with pytest.raises(ValueError, match=re.escape(rule)):
+        WatcherConfig(node="n", scheduler=scheduler)
+
+
+NODE_CHECK = Path(__file__).resolve().parents[3] / "roles" / "node_check" / "library" / "superpod_node_check.py"
+
+
+def node_check_argv(tmp: Path, links: list[dict]) -> list[str]:
+    """node_check's own module run on its own, as Slurm's health check runs it (roles/slurm)."""
+    args = tmp / "node_check_args.json"
+    args.write_text(json.dumps({"ANSIBLE_MODULE_ARGS": {
+        "expected": {"host": "su01-node03", "links": links}, "require_gpu": False, "host_kernel_checks": False,
+        "rail_lldp": "off", "bootloader_stamp": str(tmp / "none")}}))
+    return [sys.executable, str(NODE_CHECK), str(args)]
+
+
+def test_node_check_module_mismatch_drains_and_its_pass_returns(node):
+    """The module exits 0 whatever it finds: its JSON's mismatches are what drain the node."""
+    pytest.importorskip("ansible.module_utils.basic")
+    tmp, cfg = node
+    missing = [{"name": "rail0", "netdev": "enp24s0np0", "mtu": None, "speed": None}]  # no such netdev here
+    cfg = cfg.model_copy(update={"node_check": node_check_argv(tmp, missing), "rails": []})
+    clock = Clock()
+    w = Watcher(cfg, clock=clock)
+    assert w.step() == "drain"
+    assert scontrol_calls(tmp)[0][3] == ("reason=superpod-health: node_check: 1 mismatch(es): link rail0 enp24s0np0 "
+                                         "expected up actual no such netdev")
+    cfg.node_check[:] = node_check_argv(tmp, [])  # the plan met (nothing missing): passes
+    clock.t += 61
+    assert w.step() == "resume"
