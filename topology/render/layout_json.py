@@ -12,17 +12,25 @@ from operator import attrgetter
 
 from topology.layout.model import Address, Asn, Device, Layout, Link, Rack, Tier
 
+_COMPACT = {"separators": (",", ":")}  # the C encoder, seconds faster at scale than indented output
+_BATCH = 4096  # rows encoded at a time: the row tuples of one batch are all that is held
 
-def _table(cls, items) -> dict:
+
+def _table(cls, items) -> str:
+    """`{"columns":[...],"rows":[[...],...]}` as json.dumps writes it, the rows encoded a batch at
+    a time: encoding the whole document at once held every row's tuple and the encoder's copy of
+    the text beside the text itself, 300 MB at 100k GPUs (issue 39)."""
     columns = [f.name for f in dataclasses.fields(cls)]
     row = attrgetter(*columns)  # one C-level call per record, a tuple the encoder writes as a list
-    return {"columns": columns, "rows": [row(i) for i in items]}
+    batches = [json.dumps([row(i) for i in items[k:k + _BATCH]], **_COMPACT)[1:-1]
+               for k in range(0, len(items), _BATCH)]
+    return f'{{"columns":{json.dumps(columns, **_COMPACT)},"rows":[{",".join(batches)}]}}'
 
 
 def layout_json(layout: Layout) -> str:
-    doc = {
-        "spec": layout.spec.model_dump(mode="json"),
-        "facts": layout.facts,
+    parts = {
+        "spec": json.dumps(layout.spec.model_dump(mode="json"), **_COMPACT),
+        "facts": json.dumps(layout.facts, **_COMPACT),
         "tiers": _table(Tier, layout.tiers),
         "racks": _table(Rack, layout.racks),
         "devices": _table(Device, layout.devices),
@@ -31,4 +39,4 @@ def layout_json(layout: Layout) -> str:
         "addresses": _table(Address, layout.addresses),
         "asns": _table(Asn, layout.asns),
     }
-    return json.dumps(doc, separators=(",", ":")) + "\n"  # compact: the C encoder, seconds faster at scale
+    return "{" + ",".join(f"{json.dumps(key)}:{text}" for key, text in parts.items()) + "}\n"
