@@ -16,27 +16,35 @@ _COMPACT = {"separators": (",", ":")}  # the C encoder, seconds faster at scale 
 _BATCH = 4096  # rows encoded at a time: the row tuples of one batch are all that is held
 
 
-def _table(cls, items) -> str:
-    """`{"columns":[...],"rows":[[...],...]}` as json.dumps writes it, the rows encoded a batch at
-    a time: encoding the whole document at once held every row's tuple and the encoder's copy of
-    the text beside the text itself, 300 MB at 100k GPUs (issue 39)."""
+def _table(cls, items) -> list[str]:
+    """`{"columns":[...],"rows":[[...],...]}` as json.dumps writes it, in pieces: the rows are
+    encoded a batch at a time. Encoding the whole document at once held every row's tuple and
+    the encoder's copy of the text beside the text itself, 300 MB at 100k GPUs (issue 39)."""
     columns = [f.name for f in dataclasses.fields(cls)]
     row = attrgetter(*columns)  # one C-level call per record, a tuple the encoder writes as a list
-    batches = [json.dumps([row(i) for i in items[k:k + _BATCH]], **_COMPACT)[1:-1]
-               for k in range(0, len(items), _BATCH)]
-    return f'{{"columns":{json.dumps(columns, **_COMPACT)},"rows":[{",".join(batches)}]}}'
+    pieces = [f'{{"columns":{json.dumps(columns, **_COMPACT)},"rows":[']
+    for k in range(0, len(items), _BATCH):
+        if k:
+            pieces.append(",")
+        pieces.append(json.dumps([row(i) for i in items[k:k + _BATCH]], **_COMPACT)[1:-1])
+    pieces.append("]}")
+    return pieces
 
 
 def layout_json(layout: Layout) -> str:
-    parts = {
-        "spec": json.dumps(layout.spec.model_dump(mode="json"), **_COMPACT),
-        "facts": json.dumps(layout.facts, **_COMPACT),
-        "tiers": _table(Tier, layout.tiers),
-        "racks": _table(Rack, layout.racks),
-        "devices": _table(Device, layout.devices),
-        "links": _table(Link, layout.links),
-        "border_links": _table(Link, layout.border_links),  # to the site's border routers (no device of ours)
-        "addresses": _table(Address, layout.addresses),
-        "asns": _table(Asn, layout.asns),
+    tables = {
+        "tiers": (Tier, layout.tiers),
+        "racks": (Rack, layout.racks),
+        "devices": (Device, layout.devices),
+        "links": (Link, layout.links),
+        "border_links": (Link, layout.border_links),  # to the site's border routers (no device of ours)
+        "addresses": (Address, layout.addresses),
+        "asns": (Asn, layout.asns),
     }
-    return "{" + ",".join(f"{json.dumps(key)}:{text}" for key, text in parts.items()) + "}\n"
+    pieces = ['{"spec":', json.dumps(layout.spec.model_dump(mode="json"), **_COMPACT),
+              ',"facts":', json.dumps(layout.facts, **_COMPACT)]
+    for key, (cls, items) in tables.items():
+        pieces.append(f",{json.dumps(key)}:")
+        pieces += _table(cls, items)
+    pieces.append("}\n")
+    return "".join(pieces)  # one copy of the text beside its pieces, never more
