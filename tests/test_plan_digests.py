@@ -14,7 +14,7 @@ import pytest
 
 from bench.bench_plan import pod
 from tests.conftest import STACKS, spec_with, stack_layout
-from topology.build import build
+from topology.layout.build import build
 from topology.render.artifacts import iter_artifacts
 from topology.spec import parse
 
