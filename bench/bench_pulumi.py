@@ -1,13 +1,20 @@
-"""Run time of the Pulumi program under Pulumi's mocks (no engine), per example stack, with
-the resource count and the size of the inputs the state would hold.
+"""CPU time of the Pulumi program under Pulumi's mocks (no engine), per example stack or bench
+pod (bench/bench_plan.py's 8k and 100k pods), with the resource count, the size of the inputs
+the state would hold and the process's peak RSS.
 
-Run: .venv/bin/python bench/bench_pulumi.py [STACK ...]
-Target on a 2-core machine: the 8192-GPU stack (roce-8k) under 10 s, at most 300 resources.
+Run: .venv/bin/python bench/bench_pulumi.py [--repeat N] [STACK|8k|100k ...]
+Each case runs in a fresh process; --repeat N prints the run with the least CPU of N (a shared
+VM's speed swings; the least is the code's own cost). CPU seconds (user + sys, every thread of
+the process: the mocks answer on threads) are the figure; wall time is printed beside.
+Targets on a 2-core machine (issue 39): the 100k-GPU pod under 20 s, at most 300 resources at 8k.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import resource
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,6 +29,7 @@ from topology.pulumi.program import deploy
 from topology.pulumi.settings import read_settings
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH_PODS = ("1k", "8k", "32k", "100k")  # bench/bench_plan.py's CASES
 
 
 class Mocks(pulumi.runtime.Mocks):
@@ -46,8 +54,22 @@ class Counting(MockMonitor):
         return response
 
 
+def pod_of(case: str) -> dict:
+    if case in BENCH_PODS:
+        sys.path.insert(0, str(ROOT / "bench"))
+        from bench_plan import CASES
+
+        return dict(CASES)[case]
+    return yaml.safe_load((ROOT / f"Pulumi.{case}.yaml").read_text())["config"]["superpod:pod"]
+
+
+def _cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
 def run(stack: str) -> tuple[float, int, int]:
-    pod = yaml.safe_load((ROOT / f"Pulumi.{stack}.yaml").read_text())["config"]["superpod:pod"]
+    pod = pod_of(stack)
     mocks = Mocks()
     monitor = Counting(mocks)
     set_root_resource(None)
@@ -64,12 +86,31 @@ def run(stack: str) -> tuple[float, int, int]:
     return time.perf_counter() - t0, monitor.count, monitor.state_bytes
 
 
+def one(stack: str) -> dict:
+    c0 = _cpu()
+    seconds, count, size = run(stack)
+    return {"cpu": _cpu() - c0, "wall": seconds, "resources": count, "state_bytes": size,
+            "peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}
+
+
 def main() -> None:
-    stacks = sys.argv[1:] or ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"]
-    print(f"{'stack':>12} {'run s':>7} {'resources':>9} {'state inputs MiB':>17}")
+    if len(sys.argv) == 3 and sys.argv[1] == "--one":
+        print(json.dumps(one(sys.argv[2])))
+        return
+    args = sys.argv[1:]
+    repeat = 1
+    if args[:1] == ["--repeat"]:
+        repeat, args = int(args[1]), args[2:]
+    stacks = args or ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"]
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(f"{'stack':>12} {'cpu s':>7} {'wall s':>7} {'resources':>9} {'state inputs MiB':>17} {'peak MiB':>9}")
     for stack in stacks:
-        seconds, count, size = run(stack)
-        print(f"{stack:>12} {seconds:>7.2f} {count:>9} {size / 2**20:>17.2f}")
+        runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", stack], capture_output=True, text=True,
+                                          check=True).stdout.splitlines()[-1]) for _ in range(repeat)]
+        r = min(runs, key=lambda run: run["cpu"])
+        print(f"{stack:>12} {r['cpu']:>7.2f} {r['wall']:>7.2f} {r['resources']:>9} {r['state_bytes'] / 2**20:>17.2f} "
+              f"{r['peak_mib']:>9.0f}")
+    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
 
 
 if __name__ == "__main__":

@@ -229,3 +229,35 @@ def test_ansible_run_is_opt_in_and_follows_inventory_and_roles(tmp_path):
     grown = spec_with("lab", scalable_units=2).model_dump(mode="json", exclude_none=True)
     [bigger] = run_program("lab", tmp_path, {"runAnsible": True}, pod=grown).by_type(":AnsibleRun")
     assert bigger.inputs["inventory_digest"] != site.inputs["inventory_digest"]
+
+
+def test_the_program_holds_no_rendered_file_after_hashing_it(monkeypatch):
+    """The program keeps each file's hash and size, never the set of contents (issue 39: 0.8 GB
+    of text at 100k GPUs): by the time the renderer makes a file, every file before the last
+    is gone. Each content is handed over as a str subclass, which can be weakly referenced."""
+    import weakref
+
+    from topology.pulumi import artifacts as pulumi_artifacts
+    from topology.render import artifacts as render_artifacts
+
+    class Tracked(str):
+        pass
+
+    alive: list[int] = []
+    refs: list[weakref.ref] = []
+    real = render_artifacts.iter_artifacts
+
+    def watched(*args, **kwargs):
+        for path, content in real(*args, **kwargs):
+            alive.append(sum(r() is not None for r in refs[:-1]))  # the last may still be in the caller's hands
+            tracked = Tracked(content)
+            refs.append(weakref.ref(tracked))
+            del content
+            yield path, tracked
+            del tracked
+
+    monkeypatch.setattr(render_artifacts, "iter_artifacts", watched)
+    pulumi_artifacts._rendered.clear()
+    run_program("lab", ROOT)
+    assert len(refs) > 10, "the program rendered nothing"
+    assert max(alive) == 0, f"up to {max(alive)} earlier files' contents were still held while rendering"

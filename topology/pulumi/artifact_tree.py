@@ -96,7 +96,7 @@ class ArtifactTree(Resource, module="superpod", name="ArtifactTree"):
         *,
         root: str,
         path: str,
-        files: dict[str, str],
+        digests: dict[str, str],
         pod: dict,
         out_dir: str,
         inventory_dir: str,
@@ -105,7 +105,7 @@ class ArtifactTree(Resource, module="superpod", name="ArtifactTree"):
         props: dict[str, Any] = {
             "root": root,
             "path": path,
-            "files": {p: sha256_text(c) for p, c in sorted(files.items())},
+            "files": dict(sorted(digests.items())),  # path -> sha256 of its content
             "pod": pod,
             "out_dir": out_dir,
             "inventory_dir": inventory_dir,

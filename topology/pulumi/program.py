@@ -14,7 +14,7 @@ from topology.layout.build import build
 from topology.layout.model import Layout
 from topology.pulumi.ansible_run import AnsibleRun
 from topology.pulumi.artifact_tree import ArtifactTree
-from topology.pulumi.artifacts import SEED, Artifact, render_files
+from topology.pulumi.artifacts import SEED, Artifact, Digest, file_digests
 from topology.pulumi.components import Pod
 from topology.pulumi.files import sha256_text
 from topology.pulumi.settings import Settings
@@ -28,22 +28,23 @@ VAULT = Path("group_vars/all/vault.yml")  # beside 00_generated.yml, which refer
 class Artifacts(pulumi.ComponentResource):
     """The generated files (one Artifact each), the overrides seed and the vault file."""
 
-    def __init__(self, name: str, s: Settings, files: dict[Path, str], opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, s: Settings, files: dict[Path, Digest],
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("superpod:index:Artifacts", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         # switch configs (one file per switch) are one resource for the folder, not one each
         trees = {s.out_dir / SWITCHES}
-        in_tree = {p: c for p, c in files.items() if any(t in p.parents for t in trees)}
+        in_tree = {p: dg for p, dg in files.items() if any(t in p.parents for t in trees)}
         self.files = {
-            str(path): Artifact(str(path), root=str(s.root), path=str(path), content=content, pod=s.pod,
+            str(path): Artifact(str(path), root=str(s.root), path=str(path), digest=digest, pod=s.pod,
                                 out_dir=str(s.out_dir), inventory_dir=str(s.inventory_dir), opts=child)
-            for path, content in files.items()
+            for path, digest in files.items()
             if path not in in_tree
         }
         for tree in sorted(trees):
-            members = {str(p): c for p, c in in_tree.items() if tree in p.parents}
+            members = {str(p): dg.sha256 for p, dg in in_tree.items() if tree in p.parents}
             if members:
-                self.files[str(tree)] = ArtifactTree(str(tree), root=str(s.root), path=str(tree), files=members,
+                self.files[str(tree)] = ArtifactTree(str(tree), root=str(s.root), path=str(tree), digests=members,
                                                      pod=s.pod, out_dir=str(s.out_dir),
                                                      inventory_dir=str(s.inventory_dir), opts=child)
         seed = s.inventory_dir / OVERRIDES
@@ -67,14 +68,16 @@ def layout_of(s: Settings) -> Layout:
 
 def deploy(s: Settings) -> Pod:
     layout = layout_of(s)
-    # what `superpod plan` renders (render_artifacts), less the overrides seed: plan adds it only
-    # while the file is absent, the program always manages it (as a seed, see artifacts.py)
-    files = {Path(p): c for p, c in render_files(s.pod, str(s.out_dir), str(s.inventory_dir), layout).items()}
+    # what `superpod plan` renders (iter_artifacts), less the overrides seed: plan adds it only
+    # while the file is absent, the program always manages it (as a seed, see artifacts.py). Only
+    # each file's hash and size are kept: the state holds no content, and at 100k GPUs the files
+    # are 0.8 GB, which the program held all at once before (issue 39)
+    files = file_digests(layout, s.out_dir, s.inventory_dir)
     gpus_per_node = catalog.load().nodes[s.spec.node_model].gpu_count
     pod = Pod(s.stack, layout, gpus_per_node)
     artifacts = pod.artifacts = Artifacts("artifacts", s, files, pulumi.ResourceOptions(parent=pod))
     if s.run_ansible:
-        inventory = {str(p): sha256_text(c) for p, c in files.items() if s.inventory_dir in p.parents}
+        inventory = {str(p): dg.sha256 for p, dg in files.items() if s.inventory_dir in p.parents}
         AnsibleRun(
             "site",
             root=s.root,

@@ -6,6 +6,7 @@ ASNs, tags). Both the NetBox CSVs (topology/render/netbox.py) and the Nautobot p
 from __future__ import annotations
 
 import functools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -260,83 +261,110 @@ def _device_tags(su: int | None, rail: int | None) -> tuple[str, ...]:
 
 
 def desired_objects(layout: Layout) -> Desired:
-    spec = layout.spec
-    rack_height = spec.racks.rack_units
-    ib_compute = spec.compute_fabric.kind == "infiniband"
-    by_name = layout.by_name
-    asn_of = {a.device: a.asn for a in layout.asns}
-
-    racks = tuple(Rack(r.name, row_name(r.row), rack_height, _device_tags(r.su, None)) for r in layout.racks)
-    rows = tuple(dict.fromkeys(r.row for r in racks))
-
-    models: dict[str, int] = {}
-    for d in layout.devices:
-        models[d.model] = max(models.get(d.model, 0), d.rack_units)
-    device_types = tuple(DeviceType(m, *_manufacturer_and_description(m), u) for m, u in models.items())
-    devices = tuple(
-        Device(d.name, d.role, d.model, d.rack, d.rack_unit, asn_of.get(d.name), _device_tags(d.su, d.rail))
-        for d in layout.devices
-    )
-
-    # Interfaces: every cabled port (with the link's speed) and every addressed one (lo, vlans, bonds)
-    speeds: dict[tuple[str, str], int] = {}
-    mgmt: set[tuple[str, str]] = set()
-    ib_ports: set[tuple[str, str]] = set()
-    for lk in layout.links:
-        for end in ((lk.a_device, lk.a_port), (lk.b_device, lk.b_port)):
-            speeds[end] = lk.speed_gbps
-            if ib_compute and lk.fabric == "compute":
-                ib_ports.add(end)
-        if lk.tier == "device-oob":  # the managed end is a BMC or management port
-            mgmt.add((lk.a_device, lk.a_port))
-    names = dict.fromkeys(list(speeds) + [(a.device, a.interface) for a in layout.addresses])
-    interfaces = []
-    for dev, ifname in names:
-        kind, kbps = _interface_type(ifname, speeds.get((dev, ifname)), (dev, ifname) in ib_ports)
-        interfaces.append(Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt))
-    del names, speeds, mgmt, ib_ports  # hundreds of thousands of port keys at 100k GPUs: gone before the cables
-
-    numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
-    cables = tuple(
-        Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"), lk.length_m,
-              cable_id(lk, lk.tier in numbered), _cable_tags(lk, by_name))
-        for lk in layout.links
-    )
-
-    pools = {k: v for k, v in spec.addressing.model_dump().items() if isinstance(v, str) and "/" in v}
-    prefixes = [Prefix(str(IPNetwork(net).cidr), pool, "container") for pool, net in pools.items()]
-    seen = {p.prefix for p in prefixes}
-    for a in layout.addresses:
-        if a.network not in seen:
-            seen.add(a.network)
-            prefixes.append(Prefix(a.network, a.pool, "network"))
-    shared: dict[str, list] = {}
-    for a in layout.addresses:
-        entry = shared.get(a.address)
-        if entry is None:  # setdefault would build a throwaway pair for each of the ~60k addresses at 8k
-            entry = shared[a.address] = [a.pool, []]
-        entry[1].append((a.device, a.interface))
-    addresses = tuple(
-        IpAddress(addr, pool, tuple(ifs), _address_role(addr, ifs)) for addr, (pool, ifs) in shared.items()
-    )
-
-    tags = [OWNER_TAG]
-    tags += sorted({t for d in devices for t in d.tags if t != OWNER_TAG})
+    """Every object at once, as the Nautobot publisher diffs them."""
+    view = desired_view(layout)
     return Desired(
-        site=spec.name,
-        rows=rows,
-        racks=racks,
-        manufacturers=tuple(sorted({t.manufacturer for t in device_types})),
-        device_types=device_types,
-        roles=tuple(dict.fromkeys(d.role for d in devices)),
-        devices=devices,
-        interfaces=tuple(interfaces),
-        cables=cables,
-        prefixes=tuple(prefixes),
-        addresses=addresses,
-        tags=tuple(dict.fromkeys(tags)),
-        power=power_objects(layout, racks),
+        site=view.site,
+        rows=view.rows,
+        racks=view.racks,
+        manufacturers=view.manufacturers,
+        device_types=view.device_types,
+        roles=view.roles,
+        devices=view.devices,
+        interfaces=tuple(view.interfaces),
+        cables=tuple(view.cables),
+        prefixes=tuple(view.prefixes),
+        addresses=tuple(view.addresses),
+        tags=view.tags,
+        power=view.power,
     )
+
+
+class DesiredView:
+    """The same objects as desired_objects, for a writer that takes one kind at a time (the NetBox
+    CSVs): interfaces, cables, prefixes and addresses are made again on each read, one by one,
+    never held. At 100k GPUs they were most of a plan's peak memory (issue 39)."""
+
+    def __init__(self, layout: Layout):
+        spec = layout.spec
+        self.layout = layout
+        self.site = spec.name
+        asn_of = {a.device: a.asn for a in layout.asns}
+        self.racks = tuple(Rack(r.name, row_name(r.row), spec.racks.rack_units, _device_tags(r.su, None))
+                           for r in layout.racks)
+        self.rows = tuple(dict.fromkeys(r.row for r in self.racks))
+        models: dict[str, int] = {}
+        for d in layout.devices:
+            models[d.model] = max(models.get(d.model, 0), d.rack_units)
+        self.device_types = tuple(DeviceType(m, *_manufacturer_and_description(m), u) for m, u in models.items())
+        self.manufacturers = tuple(sorted({t.manufacturer for t in self.device_types}))
+        self.devices = tuple(
+            Device(d.name, d.role, d.model, d.rack, d.rack_unit, asn_of.get(d.name), _device_tags(d.su, d.rail))
+            for d in layout.devices
+        )
+        self.roles = tuple(dict.fromkeys(d.role for d in self.devices))
+        tags = [OWNER_TAG]
+        tags += sorted({t for d in self.devices for t in d.tags if t != OWNER_TAG})
+        self.tags = tuple(dict.fromkeys(tags))
+
+    @property
+    def interfaces(self) -> Iterator[Interface]:
+        """Every cabled port (with the link's speed) and every addressed one (lo, vlans, bonds)."""
+        layout = self.layout
+        ib_compute = layout.spec.compute_fabric.kind == "infiniband"
+        speeds: dict[tuple[str, str], int] = {}
+        mgmt: set[tuple[str, str]] = set()
+        ib_ports: set[tuple[str, str]] = set()
+        for lk in layout.links:
+            for end in ((lk.a_device, lk.a_port), (lk.b_device, lk.b_port)):
+                speeds[end] = lk.speed_gbps
+                if ib_compute and lk.fabric == "compute":
+                    ib_ports.add(end)
+            if lk.tier == "device-oob":  # the managed end is a BMC or management port
+                mgmt.add((lk.a_device, lk.a_port))
+        names = dict.fromkeys(list(speeds) + [(a.device, a.interface) for a in layout.addresses])
+        for dev, ifname in names:
+            kind, kbps = _interface_type(ifname, speeds.get((dev, ifname)), (dev, ifname) in ib_ports)
+            yield Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt)
+
+    @property
+    def cables(self) -> Iterator[Cable]:
+        layout = self.layout
+        by_name = layout.by_name
+        numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
+        for lk in layout.links:
+            yield Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"),
+                        lk.length_m, cable_id(lk, lk.tier in numbered), _cable_tags(lk, by_name))
+
+    @property
+    def prefixes(self) -> Iterator[Prefix]:
+        pools = {k: v for k, v in self.layout.spec.addressing.model_dump().items() if isinstance(v, str) and "/" in v}
+        containers = [Prefix(str(IPNetwork(net).cidr), pool, "container") for pool, net in pools.items()]
+        yield from containers
+        seen = {p.prefix for p in containers}
+        for a in self.layout.addresses:
+            if a.network not in seen:
+                seen.add(a.network)
+                yield Prefix(a.network, a.pool, "network")
+
+    @property
+    def addresses(self) -> Iterator[IpAddress]:
+        shared: dict[str, list] = {}
+        for a in self.layout.addresses:
+            entry = shared.get(a.address)
+            if entry is None:  # setdefault would build a throwaway pair for each of the ~60k addresses at 8k
+                entry = shared[a.address] = [a.pool, []]
+            entry[1].append((a.device, a.interface))
+        for addr, (pool, ifs) in shared.items():
+            yield IpAddress(addr, pool, tuple(ifs), _address_role(addr, ifs))
+
+    @cached_property
+    def power(self) -> Power:
+        return power_objects(self.layout, self.racks)
+
+
+def desired_view(layout: Layout) -> DesiredView:
+    return DesiredView(layout)
 
 
 PDU_INPUT = "input"

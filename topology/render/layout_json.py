@@ -12,23 +12,39 @@ from operator import attrgetter
 
 from topology.layout.model import Address, Asn, Device, Layout, Link, Rack, Tier
 
+_COMPACT = {"separators": (",", ":")}  # the C encoder, seconds faster at scale than indented output
+_BATCH = 4096  # rows encoded at a time: the row tuples of one batch are all that is held
 
-def _table(cls, items) -> dict:
+
+def _table(cls, items) -> list[str]:
+    """`{"columns":[...],"rows":[[...],...]}` as json.dumps writes it, in pieces: the rows are
+    encoded a batch at a time. Encoding the whole document at once held every row's tuple and
+    the encoder's copy of the text beside the text itself, 300 MB at 100k GPUs (issue 39)."""
     columns = [f.name for f in dataclasses.fields(cls)]
     row = attrgetter(*columns)  # one C-level call per record, a tuple the encoder writes as a list
-    return {"columns": columns, "rows": [row(i) for i in items]}
+    pieces = [f'{{"columns":{json.dumps(columns, **_COMPACT)},"rows":[']
+    for k in range(0, len(items), _BATCH):
+        if k:
+            pieces.append(",")
+        pieces.append(json.dumps([row(i) for i in items[k:k + _BATCH]], **_COMPACT)[1:-1])
+    pieces.append("]}")
+    return pieces
 
 
 def layout_json(layout: Layout) -> str:
-    doc = {
-        "spec": layout.spec.model_dump(mode="json"),
-        "facts": layout.facts,
-        "tiers": _table(Tier, layout.tiers),
-        "racks": _table(Rack, layout.racks),
-        "devices": _table(Device, layout.devices),
-        "links": _table(Link, layout.links),
-        "border_links": _table(Link, layout.border_links),  # to the site's border routers (no device of ours)
-        "addresses": _table(Address, layout.addresses),
-        "asns": _table(Asn, layout.asns),
+    tables = {
+        "tiers": (Tier, layout.tiers),
+        "racks": (Rack, layout.racks),
+        "devices": (Device, layout.devices),
+        "links": (Link, layout.links),
+        "border_links": (Link, layout.border_links),  # to the site's border routers (no device of ours)
+        "addresses": (Address, layout.addresses),
+        "asns": (Asn, layout.asns),
     }
-    return json.dumps(doc, separators=(",", ":")) + "\n"  # compact: the C encoder, seconds faster at scale
+    pieces = ['{"spec":', json.dumps(layout.spec.model_dump(mode="json"), **_COMPACT),
+              ',"facts":', json.dumps(layout.facts, **_COMPACT)]
+    for key, (cls, items) in tables.items():
+        pieces.append(f",{json.dumps(key)}:")
+        pieces += _table(cls, items)
+    pieces.append("}\n")
+    return "".join(pieces)  # one copy of the text beside its pieces, never more

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from topology.layout.model import Layout
-from topology.render.dcim import OWNER_TAG, ROLE_COLORS, Desired, desired_objects
+from topology.render.dcim import OWNER_TAG, ROLE_COLORS, Desired, DesiredView, desired_view
 from topology.render.tables import csv_text
 
 ASN_FIELD = "superpod_asn"  # device custom field: NetBox's ASN model attaches to sites, not devices
@@ -34,11 +34,11 @@ def _blank(v) -> object:
     return "" if v is None else v
 
 
-def netbox_tables(d: Desired) -> dict[str, str]:
+def netbox_tables(d: Desired | DesiredView) -> dict[str, str]:
     return {name: make() for name, make in _table_makers(d).items()}
 
 
-def _table_makers(d: Desired) -> dict[str, Callable[[], str]]:
+def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], str]]:
     """Each file's name and a function that renders it: the plan writes one table before
     the next is made (the interface, cable and address tables are 30 MB each at 100k GPUs)."""
     site = d.site
@@ -106,7 +106,7 @@ def _table_makers(d: Desired) -> dict[str, Callable[[], str]]:
     }
 
 
-def _power_table_makers(d: Desired) -> dict[str, Callable[[], str]]:
+def _power_table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], str]]:
     """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs with their
     plug types; PSU-to-outlet and PDU-to-feed cables. NetBox has no CSV import for device-type
     components, so ports and outlets are one row per device."""
@@ -146,6 +146,7 @@ def render_netbox(layout: Layout, out_dir: Path) -> dict[Path, str]:
 
 
 def iter_netbox(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, str]]:
-    """The NetBox files one at a time, each table rendered when asked for."""
-    for name, make in _table_makers(desired_objects(layout)).items():
+    """The NetBox files one at a time, each table rendered when asked for from objects made
+    as it reads them (desired_view): the interfaces, cables and addresses are never all held."""
+    for name, make in _table_makers(desired_view(layout)).items():
         yield Path(out_dir) / "netbox" / name, make()

@@ -14,6 +14,7 @@ sentinels NO_SUCH_OBJECT / NO_SUCH_INSTANCE / END_OF_MIB_VIEW.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 GET, GETNEXT, RESPONSE, GETBULK = 0xA0, 0xA1, 0xA2, 0xA5
@@ -133,6 +134,9 @@ def _get_int(data: bytes, pos: int, end: int) -> tuple[int, int]:
     return int.from_bytes(data[start:stop], "big", signed=True), stop
 
 
+# every PDU of a profile answers the same OIDs: a cycle of 5,000 targets decodes ~150,000 OIDs,
+# a few hundred distinct ones. Bounded, so a device sending random OIDs cannot grow it (issue 39).
+@functools.lru_cache(maxsize=4096)
 def decode_oid(body: bytes) -> tuple[int, ...]:
     if not body or body[-1] & 0x80:
         raise WireError("bad OID")
@@ -204,6 +208,6 @@ def decode_message(data: bytes, pdu_types=(GET, GETNEXT, RESPONSE, GETBULK)) -> 
         tag, v0, v1 = _header(data, o1, vb_end)
         if v1 != vb_end:
             raise WireError("trailing bytes in VarBind")
-        varbinds.append((decode_oid(data[o0:o1]), _value(tag, data[v0:v1])))
+        varbinds.append((decode_oid(bytes(data[o0:o1])), _value(tag, data[v0:v1])))
         pos = vb_end
     return pdu_type, Response(version, community, request_id, error_status, error_index, varbinds)

@@ -99,6 +99,41 @@ class _PortBlock:
             out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enable\n")
 
 
+class _Subtree:
+    """A mapping written as _emit writes it, its text kept per indent: blocks that many
+    entries of a switch share (a BGP session's BFD profile) are written once, then copied."""
+
+    __slots__ = ("node", "_text")
+
+    def __init__(self, node: dict):
+        self.node = node
+        self._text: dict[str, str] = {}
+
+    def text(self, pad: str) -> str:
+        text = self._text.get(pad)
+        if text is None:
+            out: list[str] = []
+            _emit(self.node, pad, out)
+            text = self._text[pad] = "".join(out)
+        return text
+
+
+class _NeighborBlock:
+    """A BGP neighbor's NVUE block from a fixed template (type, remote-as, description, then the
+    shared tail): the sessions are a third of a spine's lines, each was three nested dicts."""
+
+    __slots__ = ("kind", "remote_as", "peer", "tail")
+
+    def __init__(self, kind: str, remote_as: int | str, peer: str, tail: _Subtree | None):
+        self.kind, self.remote_as, self.peer, self.tail = kind, remote_as, peer, tail
+
+    def write(self, pad: str, out: list[str]) -> None:
+        out.append(f"{pad}type: {_scalar(self.kind)}\n{pad}remote-as: {_scalar(self.remote_as)}\n"
+                   f"{pad}description: {_scalar(self.peer)}\n")
+        if self.tail is not None:
+            out.append(self.tail.text(pad))
+
+
 def _bonds(sw: SwitchIntent, d: Dialect) -> dict:
     """Per-node bonds (MLAG ids or EVPN-MH segments) and the MLAG peer link."""
     out: dict = {}
@@ -146,19 +181,27 @@ def _pairing(sw: SwitchIntent, d: Dialect) -> dict:
 def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
     b = sw.bgp
     neighbors = {}
+    # the BFD block is the same for every session of the switch: written once per indent
+    bfd = _Subtree({"bfd": _bfd_neighbor(sw.services.bfd, d)}) if sw.services.bfd else None
     for n in b.neighbors:
-        if b.unnumbered:
-            neighbors[n.interface] = {"type": "unnumbered", "remote-as": "external", "description": n.peer}
-        else:
-            neighbors[n.address] = {"type": "numbered", "remote-as": n.remote_as, "description": n.peer}
-        if sw.services.bfd and not n.site:  # the pod's own sessions; the site's routers may not run BFD
-            neighbors[n.interface if b.unnumbered else n.address]["bfd"] = _bfd_neighbor(sw.services.bfd, d)
+        extra: dict = {}
+        if bfd and not n.site:  # the pod's own sessions; the site's routers may not run BFD
+            extra["bfd"] = None
         if b.border and n.site:
             policy = {"inbound": {"route-map": BORDER_IN}, "outbound": {"route-map": BORDER_OUT}}
-            neighbors[n.interface if b.unnumbered else n.address]["address-family"] = {
-                "ipv4-unicast": {"policy": policy}}
+            extra["address-family"] = {"ipv4-unicast": {"policy": policy}}
         if n.next_hop_self:  # iBGP across a pair's peer link (topology/layout/inband_routing.py)
-            neighbors[n.address]["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
+            extra["address-family"] = {"ipv4-unicast": {"nexthop-setting": "self"}}
+        if list(extra) == ["bfd"]:
+            tail = bfd
+        elif extra:
+            tail = _Subtree({k: (bfd.node["bfd"] if k == "bfd" else v) for k, v in extra.items()})
+        else:
+            tail = None
+        if b.unnumbered:
+            neighbors[n.interface] = _NeighborBlock("unnumbered", "external", n.peer, tail)
+        else:
+            neighbors[n.address] = _NeighborBlock("numbered", n.remote_as, n.peer, tail)
     ipv4 = {
         **d.enabled(),
         "multipaths": {"ebgp": b.max_paths},
@@ -408,7 +451,7 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
                 _emit(v, pad + "  ", out)
             else:
                 out.append(f"{pad}{_scalar(k)}: {{}}\n")
-        elif v.__class__ is _PortBlock:
+        elif v.__class__ is _PortBlock or v.__class__ is _NeighborBlock:
             out.append(f"{pad}{_scalar(k)}:\n")
             v.write(pad + "  ", out)
         elif v.__class__ is list:  # a list of scalars (aaa authentication order): flow style
