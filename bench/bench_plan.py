@@ -7,7 +7,7 @@ Run: .venv/bin/python bench/bench_plan.py [--repeat N] [label ...]
 --repeat N runs each case N times, each in a fresh process, and prints the run with the least CPU
 (a shared VM's CPU speed swings by a fifth between runs; the least is the code's own cost).
 Targets on a 2-core machine (issue 39): 8k GPUs under 1 s CPU, 100k under 10 s and 600 MiB peak,
-cost linear in cables. tests/test_plan_digests.py holds every artifact's bytes fixed while they are chased.
+cost linear in cables. tests/test_artifact_identity.py holds every artifact's bytes fixed while they are chased.
 CPU seconds (user + sys) are the figure to compare on a shared machine; wall time is printed beside.
 """
 

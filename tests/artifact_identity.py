@@ -58,10 +58,30 @@ def hashes(spec) -> dict[str, str]:
     return {path: hashlib.sha256(data).hexdigest() for path, data in sorted(artifacts(spec))}
 
 
+def lab_sonic_spec():
+    """The lab with SONiC in-band switches: the SONiC writers' ConfigDB and frr.conf."""
+    from tests.conftest import spec_with
+
+    return spec_with("lab", management={"inband": {"switch_os": "sonic", "core_switch_model": "sn5400"}})
+
+
+def bench_100k_shape_spec():
+    """The 100k bench pod's shape (SN5600 leaves, 64 racks a row, one OOB aggregation uplink) at 1k GPUs."""
+    sys.path.insert(0, str(ROOT / "bench"))
+    from bench_plan import pod
+
+    from topology.cli import use_catalogs
+    from topology.spec import parse
+
+    use_catalogs(None)
+    return parse(pod(1024, "sn5600", 64, racks_per_row=64, aggregation_uplinks=1))
+
+
 def cases() -> dict[str, object]:
     """Case name -> a function giving its spec (called late: catalogs are set per case)."""
     return {**{f"stack:{s}": (lambda s=s: stack_spec(s)) for s in STACKS},
-            **{f"bench:{b}": (lambda b=b: bench_spec(b)) for b in BENCH_PODS}}
+            **{f"bench:{b}": (lambda b=b: bench_spec(b)) for b in BENCH_PODS},
+            "variant:lab-sonic": lab_sonic_spec, "bench:100k-shape-1k": bench_100k_shape_spec}
 
 
 def current() -> dict[str, dict[str, str]]:
