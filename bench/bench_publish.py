@@ -85,6 +85,31 @@ def report(title: str, client: Timed, wall: float, changes: int) -> dict[str, fl
     return rates
 
 
+def server_cpu_seconds(lab_dir: Path | None) -> float | None:
+    """CPU seconds the lab server has used so far: uWSGI (master, router, workers) and PostgreSQL
+    (postmaster, its backends; exited ones are in its reaped children's time) and Redis. Unlike
+    wall time this hardly depends on what else runs on the machine, so it says how many cores a
+    publish of this size needs to finish in a given time."""
+    if lab_dir is None:
+        return None
+    roots = {int((lab_dir / "web.pid").read_text()), int((lab_dir / "redis.pid").read_text()),
+             int((lab_dir / "pg" / "postmaster.pid").read_text().split()[0])}
+    stats = {}
+    for proc in Path("/proc").iterdir():
+        if proc.name.isdigit():
+            try:
+                fields = (proc / "stat").read_text().rsplit(")", 1)[1].split()
+            except OSError:
+                continue  # exited while we looked
+            stats[int(proc.name)] = (int(fields[1]), sum(int(x) for x in fields[11:15]))  # ppid; u+s+cu+cs
+    ours, grew = set(roots), True
+    while grew:
+        more = {pid for pid, (ppid, _) in stats.items() if ppid in ours} - ours
+        ours |= more
+        grew = bool(more)
+    return sum(stats[pid][1] for pid in ours if pid in stats) / os.sysconf("SC_CLK_TCK")
+
+
 def start_lab(processes: int | None) -> tuple[str, Path, dict]:
     run = Path(tempfile.mkdtemp(prefix="bench-nautobot-"))
     run.chmod(0o755)  # PostgreSQL runs as its own user and must reach the data folder
@@ -104,6 +129,7 @@ def main() -> None:
     ap.add_argument("--url")
     ap.add_argument("--token-file", type=Path)
     ap.add_argument("--lab", action="store_true", help="start a fresh lab server for the run, stop it after")
+    ap.add_argument("--lab-dir", type=Path, help="with --url: the nautobot-lab.sh folder of that server (CPU figures)")
     ap.add_argument("--lab-processes", type=int, help="uWSGI processes of that server (default 2n+1; 0: runserver)")
     ap.add_argument("--stack", default="lab")
     ap.add_argument("--scalable-units", type=int, help="grow the stack's spec to this many SUs")
@@ -127,17 +153,27 @@ def main() -> None:
         print("lab server:", "runserver" if args.lab_processes == 0 else f"uWSGI, {processes} processes")
     else:
         url, token_file = args.url, args.token_file
+    lab_dir = Path(env["NAUTOBOT_LAB_DIR"]) if env else args.lab_dir
     print(f"{desired.site} ({args.stack}, {spec.scalable_units} SU): {sum(desired.counts.values())} objects, "
           f"plan + object set {plan_s:.1f} s (client); workers {workers}, chunk {args.chunk}; "
           f"load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+    big = desired_objects(build(load_stack_file(str(ROOT / "Pulumi.roce-1k.yaml")))).counts
     try:
         token = read_token(token_file)
         rates: dict[str, float] = {}
         for title in ("first publish", "republish (no change)"):
             with Timed(url, token, workers=workers, chunk=args.chunk, page=args.page) as client:
-                started = time.monotonic()
+                started, cpu0 = time.monotonic(), server_cpu_seconds(lab_dir)
                 result = sync(client, desired, apply=True)
                 rates = report(title, client, time.monotonic() - started, result.total) or rates
+                if cpu0 is not None:
+                    cpu = server_cpu_seconds(lab_dir) - cpu0
+                    line = (f"  server CPU {cpu:.1f} s ({1000 * cpu / max(1, result.total):.0f} ms a change): "
+                            f"{cpu / 300:.2f} cores busy for 5 minutes")
+                    if result.total and args.stack != "roce-1k":  # ESTIMATE: roce-1k at this CPU per change
+                        need = cpu / result.total * sum(big.values()) / 300
+                        line += f"; ESTIMATE roce-1k ({sum(big.values())} objects): {need:.1f} cores for 5 minutes"
+                    print(line)
     finally:
         if env:
             subprocess.run([ROOT / "scripts" / "nautobot-lab.sh", "stop"], env=env, capture_output=True, timeout=300)
@@ -145,7 +181,6 @@ def main() -> None:
 
     if args.stack == "roce-1k" and not args.scalable_units:
         return  # measured above: no estimate
-    big = desired_objects(build(load_stack_file(str(ROOT / "Pulumi.roce-1k.yaml")))).counts
     est = sum(big[key] / rates[ep] for ep, key in COUNT_OF.items() if rates.get(ep))
     shown = ", ".join(f"{key} {big[key]}" for ep, key in COUNT_OF.items() if rates.get(ep))
     print(f"\nESTIMATE (not measured): roce-1k's writes at this run's objects/s per type: {est / 60:.0f} min "
