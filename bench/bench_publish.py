@@ -168,8 +168,8 @@ def main() -> None:
                 rates = report(title, client, time.monotonic() - started, result.total) or rates
                 if cpu0 is not None:
                     cpu = server_cpu_seconds(lab_dir) - cpu0
-                    line = (f"  server CPU {cpu:.1f} s ({1000 * cpu / max(1, result.total):.0f} ms a change): "
-                            f"{cpu / 300:.2f} cores busy for 5 minutes")
+                    per = f" ({1000 * cpu / result.total:.0f} ms a change)" if result.total else ""
+                    line = f"  server CPU {cpu:.1f} s{per}: {cpu / 300:.2f} cores busy for 5 minutes"
                     if result.total and args.stack != "roce-1k":  # ESTIMATE: roce-1k at this CPU per planned object
                         need = cpu / sum(desired.counts.values()) * sum(big.values()) / 300
                         line += f"; ESTIMATE roce-1k ({sum(big.values())} objects): {need:.1f} cores for 5 minutes"
