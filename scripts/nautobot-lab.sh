@@ -5,7 +5,12 @@
 #   scripts/nautobot-lab.sh start   # prints the URL; the API token is in $NAUTOBOT_LAB_DIR/token (0600)
 #   scripts/nautobot-lab.sh stop
 #   scripts/nautobot-lab.sh status
-#   NAUTOBOT_LAB_WEB_PROCESSES=4 scripts/nautobot-lab.sh start   # uWSGI workers instead of runserver
+#   NAUTOBOT_LAB_WEB_PROCESSES=4 scripts/nautobot-lab.sh start   # uWSGI processes (default 2n+1, n = CPUs)
+#   NAUTOBOT_LAB_WEB_PROCESSES=0 scripts/nautobot-lab.sh start   # Django's one-process development server
+#
+# The web server runs as Nautobot's deployment docs do (their uwsgi.ini): uWSGI with a master,
+# 2n+1 processes, its HTTP router with keepalive. The number of processes is written to
+# $NAUTOBOT_LAB_DIR/processes: clients match their concurrent requests (--workers) to it.
 #
 # The expensive part, Django's migrations, runs once per Nautobot version: the migrated,
 # stopped PostgreSQL data folder is kept as a tarball in the cache and unpacked on later runs.
@@ -18,7 +23,7 @@ run=${NAUTOBOT_LAB_DIR:-/tmp/superpod-nautobot-lab}
 pg_port=${NAUTOBOT_LAB_PG_PORT:-55432}
 redis_port=${NAUTOBOT_LAB_REDIS_PORT:-56379}
 web_port=${NAUTOBOT_LAB_PORT:-58080}
-web_processes=${NAUTOBOT_LAB_WEB_PROCESSES:-1}  # >1: uWSGI with that many processes (bench/bench_publish.py)
+web_processes=${NAUTOBOT_LAB_WEB_PROCESSES:-$((2 * $(nproc) + 1))}  # uWSGI's; 0: runserver
 pg_bin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 pg_major=$(basename "$(dirname "$pg_bin")")
 snapshot=$cache/pgdata-migrated-pg$pg_major.tar  # keyed by Nautobot's version (folder) and PG's major
@@ -68,6 +73,28 @@ CELERY_BROKER_URL = _redis + "/1"
 SECRET_KEY = "$(head -c 32 /dev/urandom | base64 | tr -dc 'A-Za-z0-9')"
 MAX_PAGE_SIZE = 1000
 CHANGELOG_RETENTION = 0
+EOF
+  # Nautobot's uwsgi.ini (docker/uwsgi.ini, docs "Deploying Nautobot: Web Service"): the HTTP router with
+  # keepalive in front of the workers, so clients reuse connections; timeouts raised for bulk writes
+  # of hundreds of objects on a loaded test machine (uWSGI's HTTP router gives up after 60 s by default).
+  cat >"$run/uwsgi.ini" <<EOF
+[uwsgi]
+http = 127.0.0.1:$web_port
+http-keepalive = 1
+http-timeout = 900
+socket-timeout = 900
+harakiri = 900
+strict = true
+master = true
+processes = $web_processes
+enable-threads = true
+vacuum = true
+single-interpreter = true
+die-on-term = true
+need-app = true
+disable-logging = true
+log-4xx = true
+log-5xx = true
 EOF
 }
 
@@ -138,9 +165,8 @@ start() {
   redis-server --bind 127.0.0.1 --port "$redis_port" --save '' --appendonly no --daemonize yes \
     --pidfile "$run/redis.pid" --logfile "$run/redis.log" --dir "$run"
   make_token
-  if ((web_processes > 1)); then  # uWSGI (Nautobot's production server) with several processes
-    "$venv/bin/nautobot-server" start --http-socket="127.0.0.1:$web_port" --master --processes="$web_processes" \
-      --threads=1 --enable-threads --die-on-term --harakiri=900 --socket-timeout=900 >"$run/web.log" 2>&1 &
+  if ((web_processes > 0)); then  # uWSGI, Nautobot's production server
+    "$venv/bin/nautobot-server" start --ini "$run/uwsgi.ini" >"$run/web.log" 2>&1 &
   else  # Django's threaded development server: one process
     "$venv/bin/nautobot-server" runserver "127.0.0.1:$web_port" --noreload --insecure >"$run/web.log" 2>&1 &
   fi
@@ -152,6 +178,7 @@ start() {
     sleep 1
   done
   echo "$url" >"$run/url"
+  echo "$((web_processes > 0 ? web_processes : 1))" >"$run/processes"
   log "up at $url in $((SECONDS - t0)) s (token in $run/token)"
   echo "$url"
 }

@@ -105,13 +105,14 @@ def expected(desired) -> dict:
 
 @pytest.fixture(scope="module")
 def server(nautobot_server):
-    url, token_file = nautobot_server
+    url, token_file, workers = nautobot_server
     token = read_token(token_file)
-    return url, token_file, token, Reader(url, token)
+    return url, token_file, token, Reader(url, token), workers
 
 
-def publish(server, layout, workers: int = 1, **kw):
-    url, _, token, _ = server
+def publish(server, layout, **kw):
+    """With as many concurrent requests as the server has processes (the lab's uWSGI: 2n+1)."""
+    url, _, token, _, workers = server
     with Nautobot(url, token, page=PAGE, workers=workers) as client:
         return sync(client, desired_objects(layout), apply=True, **kw)
 
@@ -130,11 +131,11 @@ def test_publish_matches_the_plan_object_by_object(server):
 
 
 def test_second_publish_changes_nothing(server):
-    """Read back in pages of 20, fetched 4 at a time (the lab's 200-odd IP assignments: a dozen pages). Paged over
+    """Read back in pages of 20, fetched several at a time (the lab's 200-odd IP assignments: a dozen pages). Paged over
     Nautobot's default order (none for assignments), pages overlapped and the unseen assignments were
     posted again (HTTP 400, "interface, ip_address must make a unique set"), as roce-1k's did at 1000."""
     assert desired_objects(stack_layout("lab")).counts["ip_assignments"] > 5 * PAGE
-    report = publish(server, stack_layout("lab"), workers=4)
+    report = publish(server, stack_layout("lab"))
     assert report.total == 0, report.counts()
 
 
@@ -146,11 +147,11 @@ def test_grown_su_adds_only_new_objects(server):
     assert report.counts()["devices"]["create"] == len(set(after["devices"]) - set(before["devices"])) > 0
     assert report.counts()["cables"]["create"] == len(set(after["cables"]) - set(before["cables"])) > 0
     assert server[3].pod("lab")["cables"] == after["cables"]
-    assert publish(server, grown, workers=4).total == 0
+    assert publish(server, grown).total == 0
 
 
 def test_a_cable_replugged_in_nautobot_is_named_by_diff(server):
-    url, token_file, token, reader = server
+    url, token_file, token, reader, _ = server
     grown = build(spec_with("lab", scalable_units=2))
     cable = next(c for c in desired_objects(grown).cables if c.label == "NL-000001")
     http = reader.http
@@ -172,7 +173,7 @@ def test_a_cable_replugged_in_nautobot_is_named_by_diff(server):
 
 
 def test_token_never_printed_or_written(server):
-    url, token_file, token, _ = server
+    url, token_file, token, _, _ = server
     superpod = str(Path(sys.executable).parent / "superpod")
     out = subprocess.run([superpod, "publish", "--stack", "lab", "--nautobot", url,
                           "--token-file", str(token_file), "--dry-run", "-C", str(ROOT)], capture_output=True,

@@ -104,7 +104,7 @@ def kinds() -> list[Kind]:
                                    "status": c.id("statuses", f["status"]), "tags": c.tag_ids(f["tags"])},
              label=lambda k: f"{k[0]}:{k[1]}", parallel=True),
         Kind("cables", "dcim/cables/", key=_cable_key, fields=_cable_fields, want=_want_cables, body=_cable_body,
-             params=lambda c: _cables_in_site(c), parallel=True),
+             params=lambda c: _cables_in_site(c, termination_type="dcim.interface"), parallel=True),
         Kind("namespaces", "ipam/namespaces/", key=lambda o, c: o["name"], fields=lambda o, c: {},
              want=lambda c: {d_site(c): {}},
              body=lambda k, f, c: {"name": k, "description": "addresses of the pod, from the superpod plan"},

@@ -151,28 +151,31 @@ class Nautobot:
         for i in range(0, len(items), size):
             yield items[i:i + size]
 
-    def create(self, endpoint: str, objects: list[dict], parallel: bool = False) -> list[dict]:
-        """Created objects in the order given (chunks may go concurrently when `parallel`; a type
-        smaller than workers x chunk is split evenly so that every worker gets a part)."""
-        size = -(-len(objects) // self.workers) if parallel and self.workers > 1 else self.chunk
-        parts = list(self._chunks(objects, max(1, min(self.chunk, size))))
-        post = lambda part: self._json("POST", endpoint, list, json=part)  # noqa: E731
+    def _parts(self, items: list, parallel: bool) -> list[list]:
+        """Bulk request bodies: `chunk` objects each; a concurrent type smaller than workers x chunk is
+        split evenly so that every worker gets a part."""
+        size = -(-len(items) // self.workers) if parallel and self.workers > 1 else self.chunk
+        return list(self._chunks(items, max(1, min(self.chunk, size))))
+
+    def _each(self, send, parts: list[list], parallel: bool) -> list:
+        """`send` of every part, in order; up to `workers` at a time when the objects are independent."""
         if parallel and self.workers > 1 and len(parts) > 1:
             with ThreadPoolExecutor(self.workers) as pool:
-                results = list(pool.map(post, parts))
-        else:
-            results = [post(part) for part in parts]
-        return [obj for made in results for obj in made]
+                return list(pool.map(send, parts))
+        return [send(part) for part in parts]
 
-    def update(self, endpoint: str, objects: list[dict]) -> list[dict]:
-        out: list[dict] = []
-        for part in self._chunks(objects):
-            out += self._json("PATCH", endpoint, list, json=part)
-        return out
+    def create(self, endpoint: str, objects: list[dict], parallel: bool = False) -> list[dict]:
+        """Created objects in the order given (chunks may go concurrently when `parallel`)."""
+        post = lambda part: self._json("POST", endpoint, list, json=part)  # noqa: E731
+        return [obj for made in self._each(post, self._parts(objects, parallel), parallel) for obj in made]
 
-    def delete(self, endpoint: str, ids: list[str]) -> None:
-        for part in self._chunks(ids):
-            self._call("DELETE", endpoint, json=[{"id": i} for i in part])
+    def update(self, endpoint: str, objects: list[dict], parallel: bool = False) -> list[dict]:
+        patch = lambda part: self._json("PATCH", endpoint, list, json=part)  # noqa: E731
+        return [obj for done in self._each(patch, self._parts(objects, parallel), parallel) for obj in done]
+
+    def delete(self, endpoint: str, ids: list[str], parallel: bool = False) -> None:
+        remove = lambda part: self._call("DELETE", endpoint, json=[{"id": i} for i in part])  # noqa: E731
+        self._each(remove, self._parts(ids, parallel), parallel)
 
 
 MAX_PAGES = 1000  # a read with no count: a million objects at the default page size, then a stop

@@ -106,7 +106,7 @@ def sync(client: Nautobot, desired: Desired, apply: bool = False, prune: bool = 
         if progress:
             progress(f"{kind.name}: +{len(creates) + len(recreate)} ~{len(updates)}")
         if recreate:
-            client.delete(kind.endpoint, [have[k]["id"] for k in recreate])
+            client.delete(kind.endpoint, [have[k]["id"] for k in recreate], parallel=kind.parallel)
             creates += recreate
         if kind.name == "cables":
             creates = _free_ends_only(creates, want, have, ctx, report)
@@ -116,10 +116,10 @@ def sync(client: Nautobot, desired: Desired, apply: bool = False, prune: bool = 
                 ctx.remember(kind.name, key, obj["id"], True)
         if updates:
             client.update(kind.endpoint, [{"id": have[k]["id"], **_update_body(kind, k, f, have[k], ctx)}
-                                          for k, f in updates])
+                                          for k, f in updates], parallel=kind.parallel)
     if apply:
         for kind, ids in reversed(deletions):
-            client.delete(kind.endpoint, ids)
+            client.delete(kind.endpoint, ids, parallel=kind.parallel)
     report.requests = client.requests
     return report
 
