@@ -450,22 +450,14 @@ class SwitchServices(_Spec):
                                  "radius_servers")(
         lambda v: [_address(a) for a in v])
 
-    @field_validator("snmp_users")
+    @field_validator("snmp_users", "local_users")
     @classmethod
-    def _unique_users(cls, users: list[SnmpUser]) -> list[SnmpUser]:
+    def _unique_names(cls, users: list, info) -> list:
         names = [u.name for u in users]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
-            raise ValueError(f"SNMP user {', '.join(twice)} listed twice: a switch has one entry per user name")
-        return users
-
-    @field_validator("local_users")
-    @classmethod
-    def _unique_accounts(cls, users: list[LocalUser]) -> list[LocalUser]:
-        names = [u.name for u in users]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise ValueError(f"local user {', '.join(twice)} listed twice")
+            what = "SNMP user" if info.field_name == "snmp_users" else "local user"
+            raise ValueError(f"{what} {', '.join(twice)} listed twice: a switch has one entry per user name")
         return users
 
 
