@@ -14,15 +14,14 @@ CPU seconds (user + sys) are the figure to compare on a shared machine; wall tim
 from __future__ import annotations
 
 import json
-import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from bench.fresh_runs import least_cpu, load_line, repeat_and_names  # noqa: E402
 from topology.errors import SpecError  # noqa: E402
 from topology.gc_tuning import collector_paused  # noqa: E402
 from topology.layout.build import build  # noqa: E402
@@ -92,19 +91,13 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(one(sys.argv[2])))
         return
-    args = sys.argv[1:]
-    repeat = 1
-    if args[:1] == ["--repeat"]:
-        repeat, args = int(args[1]), args[2:]
-    labels = args or [label for label, _ in CASES]
-    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    repeat, labels = repeat_and_names(sys.argv[1:], [label for label, _ in CASES])
+    print(load_line())
     print(f"{'pod':>5} {'gpus':>7} {'tiers':>5} {'devices':>8} {'cables':>8} {'build cpu':>9} {'render cpu':>10} "
           f"{'cpu s':>6} {'wall s':>6} {'us/cable':>9} {'peak MiB':>9}")
     sizes: dict[str, dict[str, int]] = {}
     for label in labels:
-        runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", label], capture_output=True, text=True,
-                                          check=True).stdout) for _ in range(repeat)]
-        r = min(runs, key=lambda run: run.get("cpu", 0))
+        r = least_cpu(__file__, label, repeat)
         if "refused" in r:
             print(f"{label:>5} refused: {r['refused']}")
             continue
@@ -113,7 +106,7 @@ def main() -> None:
         print(f"{label:>5} {r['gpus']:>7} {r['tiers']:>5} {r['devices']:>8} {r['cables']:>8} {r['build_cpu']:>9.2f} "
               f"{r['render_cpu']:>10.2f} {r['cpu']:>6.2f} {r['wall']:>6.2f} {r['cpu'] / r['cables'] * 1e6:>9.1f} "
               f"{r['peak_mib']:>9.0f}")
-    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(load_line())
     shown = [label for label in labels if any(label in per for per in sizes.values())]
     print(f"\n{'MB per artifact':<16}" + "".join(f"{label:>9}" for label in shown))
     for name, per in sorted(sizes.items(), key=lambda kv: -max(kv[1].values())):

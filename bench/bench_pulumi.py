@@ -12,21 +12,22 @@ Targets on a 2-core machine (issue 39): the 100k-GPU pod under 20 s, at most 300
 from __future__ import annotations
 
 import json
-import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-import pulumi
-import yaml
-from pulumi.runtime.mocks import MockMonitor
-from pulumi.runtime.settings import set_root_resource
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from topology.pulumi import artifacts
-from topology.pulumi.program import deploy
-from topology.pulumi.settings import read_settings
+import pulumi  # noqa: E402
+import yaml  # noqa: E402
+from pulumi.runtime.mocks import MockMonitor  # noqa: E402
+from pulumi.runtime.settings import set_root_resource  # noqa: E402
+
+from bench.fresh_runs import least_cpu, load_line, repeat_and_names  # noqa: E402
+from topology.pulumi import artifacts  # noqa: E402
+from topology.pulumi.program import deploy  # noqa: E402
+from topology.pulumi.settings import read_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH_PODS = ("1k", "8k", "32k", "100k")  # bench/bench_plan.py's CASES
@@ -97,20 +98,14 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(one(sys.argv[2])))
         return
-    args = sys.argv[1:]
-    repeat = 1
-    if args[:1] == ["--repeat"]:
-        repeat, args = int(args[1]), args[2:]
-    stacks = args or ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"]
-    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    repeat, stacks = repeat_and_names(sys.argv[1:], ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"])
+    print(load_line())
     print(f"{'stack':>12} {'cpu s':>7} {'wall s':>7} {'resources':>9} {'state inputs MiB':>17} {'peak MiB':>9}")
     for stack in stacks:
-        runs = [json.loads(subprocess.run([sys.executable, __file__, "--one", stack], capture_output=True, text=True,
-                                          check=True).stdout.splitlines()[-1]) for _ in range(repeat)]
-        r = min(runs, key=lambda run: run["cpu"])
+        r = least_cpu(__file__, stack, repeat)
         print(f"{stack:>12} {r['cpu']:>7.2f} {r['wall']:>7.2f} {r['resources']:>9} {r['state_bytes'] / 2**20:>17.2f} "
               f"{r['peak_mib']:>9.0f}")
-    print("load average (1, 5, 15 min): {:.2f} {:.2f} {:.2f}".format(*os.getloadavg()))
+    print(load_line())
 
 
 if __name__ == "__main__":
