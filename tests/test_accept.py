@@ -200,3 +200,20 @@ def test_dcgmi_failing_exit_still_names_the_failed_test(tmp_path):
     (check,) = [c for c in node_checks(ONE_GPU, folder, Figures("hgx-h100-8x400g")) if c.check == "dcgmi diag"]
     assert check.verdict == FAIL and "Memory: DBE detected" in check.detail
     assert [w.action for w in check.work] == ["dcgmi diag Memory failed: DBE detected"]
+
+
+def test_second_real_node_run_rejudged_here_gives_the_nodes_verdicts(tmp_path):
+    """`superpod accept` on the real H100 node after the `-t NAME` fix (testdata/h100-node/accept-run-2/:
+    the raw outputs the role collected there and the verdicts the node's run printed). Judged again
+    here from the raw outputs, the verdicts must be the node's: the nvbandwidth checks PASS now, and
+    node_check's mismatches (no fabric, no rail NICs in a VM) FAIL by name."""
+    run = H100 / "accept-run-2"
+    node = tmp_path / "node" / "su01-node01"
+    shutil.copytree(run / "results", node)
+    here = [c.as_json() for c in node_checks(ONE_GPU, tmp_path, Figures("hgx-h100-8x400g"))]
+    there = json.loads((run / "verdicts.json").read_text())["checks"]
+    key = ("check", "verdict", "measured", "expected")
+    assert [tuple(c[k] for k in key) for c in here] == [tuple(c[k] for k in key) for c in there]
+    verdicts = {c["check"]: c["verdict"] for c in there}
+    assert verdicts["nvbandwidth host->GPU copy (PCIe)"] == verdicts["nvbandwidth GPU->host copy (PCIe)"] == PASS
+    assert verdicts["node_check"] == FAIL and verdicts["dcgmi diag"] == SKIP

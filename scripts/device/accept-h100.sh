@@ -1,12 +1,12 @@
 #!/bin/bash
 # Builds nccl-tests and nvbandwidth from their release tarballs on a real H100 node, runs them,
 # runs `superpod accept --nodes-only` on the node itself (scripts/device/h100-overlay.yml), and
-# captures host facts other checks need. Run from the repository tree inside build/accept-device/,
-# whose parent holds vendor/ (the two tarballs, Boost program_options' static library) and whl/
-# (ansible-core, ansible-runner, pydantic, netaddr wheels: the node has no internet).
+# captures host facts other checks need. Run from the repository root; DEVICE_KIT (default
+# build/device) holds vendor/ (the two tarballs, Boost program_options' static library) and whl/,
+# whl2/ (the wheels the CLI needs for the node's Python 3.12: the node has no internet).
 # Everything it keeps goes to $OUT (testdata/h100-node/ and docs/acceptance.md take it from there).
 set -u
-P=$(cd .. && pwd)
+P=$(cd "${DEVICE_KIT:-build/device}" && pwd)
 O=${OUT:-/tmp/accept-out}
 W=/tmp/acc
 mkdir -p "$O" "$W"
@@ -15,7 +15,7 @@ log() { echo "== $(date -u +%T) $*"; }
 log start; nvidia-smi --query-gpu=name,driver_version,pci.bus_id --format=csv,noheader
 
 left() { echo $(( ${BUDGET:-125} - SECONDS )); }  # seconds left of the run's budget
-( python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$P"/whl/*.whl \
+( python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target /tmp/site "$P"/whl/*.whl "$P"/whl2/*.whl \
   > "$W/pip.log" 2>&1; echo "pip rc $?" >> "$W/pip.log" ) &
 PIP=$!
 
