@@ -1,0 +1,199 @@
+"""gpu_operator: one rail network per rail for the whole pod on RoCE per_leaf rails, so one pod
+template spans SUs. The plan gives every GPU NIC a routed pod prefix whose first address its leaf
+holds (addressing.rail_pods); the role turns them into one nv-ipam CIDRPool per rail (a static
+allocation per node, routes to the rail's aggregates) and one MacvlanNetwork per rail.
+
+The judges are the plan (layout addresses and links, built here from the spec, never from the
+rendered objects), the nv-ipam v0.4.0 CIDRPool CRD (jsonschema, offline) and nv-ipam's own rules
+for a CIDRPool (api/v1alpha1/cidrpool_validate.go, restated in `nv_ipam_rules`)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from pathlib import Path
+
+import netaddr
+import pytest
+import yaml
+
+from tests.conftest import spec_with
+from tests.role_files import ROOT
+from tests.roles.crd_schema import crd_errors, load_crds
+from tests.roles.test_gpu_operator_values import defaults, filters, render
+from topology.errors import SpecError, SpecErrors
+from topology.layout.build import build
+from topology.render.inventory import render_inventory
+from topology.render.switches.build import build_intents
+
+NET_DATA = ROOT / "testdata/network-operator"
+CRDS = load_crds(NET_DATA / "crds-v26.4.1", NET_DATA / "nv-ipam-v0.4.0")
+PODS = "100.104.0.0/14"  # outside every default pool (rails 100.64/11, fabric_p2p 100.96/13)
+SPEC = spec_with("roce-1k", nodes_per_su=4, scalable_units=3, max_scalable_units=4,
+                 addressing={"rail_mode": "per_leaf", "rail_pods": PODS, "rail_pod_prefix": 28})
+LAYOUT = build(SPEC)
+
+
+def gpu_hostvars(layout) -> dict[str, dict]:
+    """The GPU nodes' host vars as `superpod plan` writes them into hosts.yml."""
+    files = render_inventory(layout, Path("inv"))
+    hosts = {}
+
+    def walk(group):
+        for name, hv in (group.get("hosts") or {}).items():
+            if hv and "rails" in hv:
+                hosts[name] = hv
+        for child in (group.get("children") or {}).values():
+            walk(child or {})
+
+    walk(yaml.safe_load(files[Path("inv/hosts.yml")])["all"])
+    return hosts
+
+
+HV = gpu_hostvars(LAYOUT)
+
+
+def plan():
+    """From the layout alone: per rail, each node's leaf, the leaves' rail subnets (the nodes'
+    addresses) and pod prefixes (the leaves' rail_pods addresses), and who holds which gateway."""
+    leaf_of = {(lk.a_device, lk.a_port): lk.b_device for lk in LAYOUT.links if lk.tier == "node-leaf"}
+    rail_of_leaf = {d.name: d.rail for d in LAYOUT.devices if d.role == "leaf"}
+    node_leaf, subnets, pods, gateway_of = {}, defaultdict(dict), defaultdict(dict), {}
+    for a in LAYOUT.addresses:
+        if a.pool == "rails" and (a.device, a.interface) in leaf_of:
+            leaf = leaf_of[(a.device, a.interface)]
+            node_leaf[(rail_of_leaf[leaf], a.device)] = leaf
+            subnets[rail_of_leaf[leaf]][leaf] = a.network
+        if a.pool == "rail_pods":
+            pods[rail_of_leaf[a.device]][a.network] = a.device
+            gateway_of[a.network] = str(netaddr.IPNetwork(a.address).ip)
+    return node_leaf, subnets, pods, gateway_of
+
+
+def rendered():
+    d = defaults("gpu_operator")
+    nets = filters.superpod_rail_networks(HV, sorted(HV))
+    items = yaml.safe_load(render("rail-networks.yaml.j2", dict(d, gpu_operator_rail_networks=nets)))["items"]
+    return items
+
+
+def nv_ipam_rules(pool: dict) -> list[str]:
+    """nv-ipam's own checks of a CIDRPool (cidrpool_validate.go, v0.4.0): node prefixes of
+    perNodeNetworkPrefix inside cidr, unique per node and prefix, a gateway inside its prefix,
+    routes only with gatewayIndex, the gateway index inside a node prefix."""
+    spec, errors = pool["spec"], []
+    cidr = netaddr.IPNetwork(spec["cidr"])
+    if cidr.ip != cidr.network:
+        errors.append("cidr has host bits set")
+    if not cidr.prefixlen <= spec["perNodeNetworkPrefix"] <= 32:
+        errors.append("perNodeNetworkPrefix outside cidr")
+    if spec.get("routes") and "gatewayIndex" not in spec:
+        errors.append("routes without gatewayIndex")
+    nodes, prefixes = defaultdict(int), defaultdict(int)
+    for alloc in spec.get("staticAllocations", []):
+        prefix = netaddr.IPNetwork(alloc["prefix"])
+        nodes[alloc.get("nodeName", "")] += 1
+        prefixes[str(prefix.cidr)] += 1
+        if prefix.ip != prefix.network or prefix not in cidr or prefix.prefixlen != spec["perNodeNetworkPrefix"]:
+            errors.append(f"{alloc}: prefix not a {spec['perNodeNetworkPrefix']} of {cidr}")
+        if alloc.get("gateway") and netaddr.IPAddress(alloc["gateway"]) not in prefix:
+            errors.append(f"{alloc}: gateway outside the node prefix")
+        if "gatewayIndex" in spec and alloc.get("gateway") and \
+                str(netaddr.IPAddress(prefix.first + spec["gatewayIndex"])) != alloc["gateway"]:
+            errors.append(f"{alloc}: gateway is not gatewayIndex {spec['gatewayIndex']} of its prefix")
+    errors += [f"node {n} twice" for n, c in nodes.items() if c > 1 and n]
+    errors += [f"prefix {p} twice" for p, c in prefixes.items() if c > 1]
+    return errors
+
+
+def test_the_plan_spans_several_sus_with_a_subnet_per_leaf():
+    node_leaf, subnets, pods, _ = plan()
+    assert all(len(leaves) == SPEC.scalable_units for leaves in subnets.values())
+    assert len(subnets) == LAYOUT.facts["rails"] and pods.keys() == subnets.keys()
+
+
+def test_one_cidr_pool_and_one_network_per_rail_for_the_whole_pod():
+    items = rendered()
+    rails = sorted(plan()[1])
+    by_kind = defaultdict(list)
+    for i in items:
+        by_kind[i["kind"]].append(i)
+    assert sorted(by_kind) == ["CIDRPool", "MacvlanNetwork"]
+    assert [p["metadata"]["name"] for p in by_kind["CIDRPool"]] == [f"rail{r}" for r in rails]
+    assert [n["metadata"]["name"] for n in by_kind["MacvlanNetwork"]] == [f"rail{r}" for r in rails]
+    for n in by_kind["MacvlanNetwork"]:
+        assert json.loads(n["spec"]["ipam"]) == {"type": "nv-ipam", "poolName": n["metadata"]["name"],
+                                                 "poolType": "cidrpool"}
+
+
+def test_every_object_fits_its_crd_and_nv_ipams_rules():
+    items = rendered()
+    assert [crd_errors(i, CRDS) for i in items] == [[] for _ in items]
+    assert [nv_ipam_rules(p) for p in items if p["kind"] == "CIDRPool"] == [[] for _ in plan()[1]]
+
+
+def test_each_node_gets_the_pod_prefix_its_leaf_answers_for():
+    node_leaf, subnets, pods, gateway_of = plan()
+    seen = netaddr.IPSet()
+    for pool in (i for i in rendered() if i["kind"] == "CIDRPool"):
+        rail = int(pool["metadata"]["annotations"]["superpod.dev/rail"])
+        allocs = pool["spec"]["staticAllocations"]
+        wanted = sorted(n for (r, n) in node_leaf if r == rail)
+        assert sorted(a["nodeName"] for a in allocs) == wanted
+        assert pool["spec"]["nodeSelector"]["nodeSelectorTerms"][0]["matchExpressions"][0]["values"] == wanted
+        for a in allocs:
+            # the prefix is one the plan gives this node's leaf on this rail, the gateway the leaf's address in it
+            assert pods[rail][a["prefix"]] == node_leaf[(rail, a["nodeName"])], a
+            assert a["gateway"] == gateway_of[a["prefix"]]
+            mine = netaddr.IPSet([a["prefix"]])
+            assert not seen & mine, f"{a['prefix']} overlaps another node's prefix"
+            seen |= mine
+    # no pod prefix overlaps a node's rail subnet (the hosts' own addresses)
+    assert not seen & netaddr.IPSet(s for leaves in subnets.values() for s in leaves.values())
+
+
+def test_routes_reach_the_same_rail_on_every_other_leaf_and_nothing_else():
+    node_leaf, subnets, pods, _ = plan()
+    for pool in (i for i in rendered() if i["kind"] == "CIDRPool"):
+        rail = int(pool["metadata"]["annotations"]["superpod.dev/rail"])
+        routed = netaddr.IPSet(r["dst"] for r in pool["spec"]["routes"])
+        for a in pool["spec"]["staticAllocations"]:
+            leaf = node_leaf[(rail, a["nodeName"])]
+            # every other pod prefix of the rail (on this leaf too: only the node's own is on-link)
+            other_pods = [p for p in pods[rail] if p != a["prefix"]]
+            other_subnets = [s for lf, s in subnets[rail].items() if lf != leaf]
+            assert netaddr.IPSet(other_pods + other_subnets) <= routed, a
+        foreign = netaddr.IPSet([*(p for r, ps in pods.items() if r != rail for p in ps),
+                                 *(s for r, ls in subnets.items() if r != rail for s in ls.values())])
+        assert not routed & foreign and not netaddr.IPSet([pool["spec"]["cidr"]]) & foreign
+
+
+def test_the_leaves_hold_and_announce_the_pod_gateways():
+    """The switch side of the same plan: each rail leaf's SVI carries the gateway of every pod
+    prefix of its nodes, and its BGP originates them (a network statement or an aggregate)."""
+    _, _, pods, gateway_of = plan()
+    intents = {i.name: i for i in build_intents(LAYOUT)}
+    for rail, prefixes in pods.items():
+        for prefix, leaf in prefixes.items():
+            sw = intents[leaf]
+            svi = next(s for s in sw.svis if s.vlan == 100 + rail)
+            held = {svi.address, *svi.secondaries}
+            assert f"{gateway_of[prefix]}/{netaddr.IPNetwork(prefix).prefixlen}" in held
+            announced = netaddr.IPSet([*sw.bgp.networks, *sw.bgp.summaries])
+            assert netaddr.IPSet([prefix]) <= announced, (leaf, prefix)
+
+
+@pytest.mark.parametrize("changes, rule", [
+    ({"addressing": {"rail_pods": PODS}}, "per_leaf"),  # p2p rails (the default)
+    ({"addressing": {"rail_mode": "per_leaf", "rail_pods": "100.64.0.0/14"}}, "overlaps"),
+])
+def test_bad_pod_pools_are_refused_naming_the_field(changes, rule):
+    with pytest.raises((SpecError, SpecErrors)) as err:
+        build(spec_with("roce-1k", **changes))
+    assert "addressing.rail_pods" in str(err.value) and rule in str(err.value)
+
+
+def test_infiniband_has_no_pod_prefixes():
+    with pytest.raises((SpecError, SpecErrors)) as err:
+        build(spec_with("dgx-h100-ib", addressing={"rail_pods": PODS}))
+    assert "addressing.rail_pods" in str(err.value) and "roce" in str(err.value)
