@@ -179,7 +179,7 @@ def test_the_leaves_hold_and_announce_the_pod_gateways():
             svi = next(s for s in sw.svis if s.vlan == 100 + rail)
             held = {svi.address, *svi.secondaries}
             assert f"{gateway_of[prefix]}/{netaddr.IPNetwork(prefix).prefixlen}" in held
-            announced = netaddr.IPSet([*sw.bgp.networks, *sw.bgp.summaries])
+            announced = netaddr.IPSet([*sw.bgp.networks, *sw.bgp.aggregates])
             assert netaddr.IPSet([prefix]) <= announced, (leaf, prefix)
 
 
@@ -196,4 +196,4 @@ def test_bad_pod_pools_are_refused_naming_the_field(changes, rule):
 def test_infiniband_has_no_pod_prefixes():
     with pytest.raises((SpecError, SpecErrors)) as err:
         build(spec_with("dgx-h100-ib", addressing={"rail_pods": PODS}))
-    assert "addressing.rail_pods" in str(err.value) and "roce" in str(err.value)
+    assert "addressing.rail_pods" in str(err.value) and "RoCE" in str(err.value)

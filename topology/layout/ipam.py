@@ -95,6 +95,11 @@ def plan(
         by_tier.setdefault(link.tier, []).append(link)
     nodes_max = spec.max_su * spec.nodes_per_su
 
+    if spec.addressing.rail_pods is not None and not (routed and spec.addressing.rail_mode == "per_leaf"):
+        raise SpecError("addressing.rail_pods", "pod prefixes are planned on RoCE rails with rail_mode per_leaf "
+                        f"(this pod: compute_fabric.kind {cf.kind}, rail_mode {spec.addressing.rail_mode}); "
+                        "unset rail_pods")
+
     # Rails: a /31 per GPU NIC (leaf .0, NIC .1), or one subnet per rail leaf; IPoIB per rail.
     if routed and spec.addressing.rail_mode == "p2p":
         # Each leaf's /31s form one aligned block (a power of two of them), so the leaf announces
@@ -124,6 +129,8 @@ def plan(
             if per_leaf and lk.b_device not in gateways_done:
                 gateways_done.add(lk.b_device)
                 add(Address(lk.b_device, f"vlan{100 + rail}", f"{gw}/{plen}", net, "rails"))
+        if per_leaf and spec.addressing.rail_pods is not None:
+            out += rail_pod_prefixes(spec, sz, by_tier.get("node-leaf", ()), out)
 
     # Switch-to-switch /31s, one region per tier sized for the end state; the in-band uplinks always route.
     regions = []
@@ -251,6 +258,27 @@ def plan(
             f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}",
         )
     return out, asns + oob + inband
+
+
+def rail_pod_prefixes(spec: PodSpec, sz: ComputeSizing, node_leaf: list[Link], rails: list[Address]) -> list[Address]:
+    """Per GPU NIC a routed prefix for its pods (per_leaf rails): the leaf holds its first address on
+    the rail SVI, beside the rail subnet's gateway, and originates it; nv-ipam hands the rest to the
+    node's pods (roles/gpu_operator). Positional: a rail's prefixes form one aligned block (the
+    rail's aggregate, what pods route to), a leaf's one aligned block inside it (what it announces).
+    The address's peer is the node's rail address, naming the NIC the prefix belongs to."""
+    plen = spec.addressing.rail_pod_prefix
+    per_leaf = 2 ** ceil(log2(spec.nodes_per_su))
+    per_rail = 2 ** ceil(log2(spec.max_su * per_leaf))
+    pool = Pool(spec, "rail_pods", plen, sz.rails * per_rail)
+    node_address = {(a.device, a.interface): a.address.split("/")[0] for a in rails if a.pool == "rails"}
+    out = []
+    for lk in node_leaf:
+        node_slot, rail = divmod(lk.slot, sz.rails)
+        su0, n0 = divmod(node_slot, spec.nodes_per_su)
+        base, net = pool.subnet(rail * per_rail + su0 * per_leaf + n0)
+        out.append(Address(lk.b_device, f"vlan{100 + rail}", f"{int_to_str(base + 1)}/{plen}", net, "rail_pods",
+                           node_address[(lk.a_device, lk.a_port)]))
+    return out
 
 
 def _ipoib_storage(spec: PodSpec, ppn: int, by_tier: dict[str, list[Link]]) -> list[Address]:

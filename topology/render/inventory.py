@@ -72,6 +72,16 @@ class RailVars(_Vars):
     mtu: int | None  # RoCE: the host rail MTU; None on InfiniBand (IPoIB's MTU is rail_network's choice)
 
 
+class RailPodVars(_Vars):
+    """A GPU NIC's routed pod prefix (addressing.rail_pods): its leaf holds `gateway`, the node's pods
+    take the rest (roles/gpu_operator: one nv-ipam CIDRPool per rail)."""
+
+    rail: int
+    netdev: str
+    prefix: str
+    gateway: str
+
+
 class HostNicVars(_Vars):
     netdev: str
     hca: str
@@ -98,6 +108,7 @@ class GpuNodeVars(_Vars):
     superpod_inband_gateway: str
     superpod_storage_nics: list[HostNicVars]
     rails: list[RailVars]
+    superpod_rail_pods: list[RailPodVars]  # empty unless the plan has addressing.rail_pods
 
 
 class SwitchVars(_Vars):
@@ -120,6 +131,8 @@ def _index(layout: Layout) -> tuple[dict, dict, dict, dict]:
     addr: dict[tuple[str, str], object] = {}
     by_pool: dict[tuple[str, str], object] = {}
     for a in layout.addresses:
+        if a.pool == "rail_pods":  # on the leaf's rail SVI beside its gateway: read per node (gpu_node_vars)
+            continue
         addr[(a.device, a.interface)] = a
         by_pool.setdefault((a.device, a.pool), a)
     asn = {a.device: a.asn for a in layout.asns}
@@ -136,7 +149,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
     spec = layout.spec
     node = cat.nodes[d.model]
     kind = spec.compute_fabric.kind
-    rails = []
+    rails, pods = [], []
     for nic in sorted(node.compute_nics, key=lambda n: n.gpu):
         netdev = nic.netdev(kind)
         a = addr.get((d.name, netdev))
@@ -156,6 +169,9 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
                 mtu=HOST_RAIL_MTU if kind == "roce" else None,
             )
         )
+        pods += [RailPodVars(rail=nic.gpu, netdev=netdev, prefix=p.network, gateway=_ip(p))
+                 for p in layout.addresses_by_device.get(leaf, ())
+                 if a is not None and p.pool == "rail_pods" and p.peer == _ip(a)]
     storage = []
     storage_kind = cat.switches[spec.storage_fabric.switch_model].kind
     for nic in node.storage_nics:
@@ -183,6 +199,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
         superpod_inband_gateway=inband.peer if inband else "",
         superpod_storage_nics=storage,
         rails=rails,
+        superpod_rail_pods=pods,
     )
 
 

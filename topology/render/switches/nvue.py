@@ -65,7 +65,7 @@ def _interfaces(sw: SwitchIntent, d: Dialect) -> dict:
         out[p.name] = _PortBlock(p, d.ip, pfc)
     out.update(_bonds(sw, d))
     for svi in sw.svis:
-        ip: dict = {"address": {svi.address: {}}}
+        ip: dict = {"address": {a: {} for a in (svi.address, *svi.secondaries)}}
         if svi.vrr:
             ip["vrr"] = {**d.enabled(), "address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, d.vrr_state: {"up": {}}}
         out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, d.ip: ip}

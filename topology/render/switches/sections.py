@@ -273,8 +273,13 @@ def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], su
     return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), out))
 
 
-def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
-    return tuple(Svi(vlan, gw) for vlan, gw in sorted(vlan_gateways.items()))
+def gateway_svis(vlan_gateways: dict[int, str], pods: list[Address] = ()) -> tuple[Svi, ...]:
+    """An SVI per gateway VLAN; a rail leaf's pod gateways (pool rail_pods) join its rail VLAN."""
+    extra: dict[str, list[str]] = {}
+    for a in pods:
+        extra.setdefault(a.interface, []).append(a.address)
+    return tuple(Svi(vlan, gw, secondaries=tuple(sorted(extra.get(f"vlan{vlan}", ()), key=lambda a: address_key(a.split("/")[0]))))
+                 for vlan, gw in sorted(vlan_gateways.items()))
 
 
 def oob_neighbors(

@@ -149,6 +149,8 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
     for svi in sw.svis:
         db.setdefault("VLAN_INTERFACE", {})[f"Vlan{svi.vlan}"] = {}
         db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{svi.address}"] = {}
+        for extra in svi.secondaries:  # SONiC takes one primary subnet per VLAN; more are marked secondary
+            db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{extra}"] = {"secondary": "true"}
         if svi.vrr:  # SONiC MCLAG: both peers carry the gateway address itself on the VLAN
             db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{svi.vrr}"] = {}
     if sw.loopback:
