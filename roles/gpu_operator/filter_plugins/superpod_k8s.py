@@ -328,12 +328,13 @@ def _rail_cidr_pools(topology_hostvars, hosts, prefix, resource_prefix, node_nam
         prefixes = netaddr.IPSet(a["prefix"] for a in e["allocs"])
         if prefixes.size != len(e["allocs"]) * 2 ** (32 - next(iter(e["lens"]))):
             raise ValueError(f"superpod_rail_pods: rail {rail} gives one pod prefix to two NICs")
-        cidr = netaddr.spanning_cidr([a["prefix"] for a in e["allocs"]])
+        own = [netaddr.IPNetwork(a["prefix"]) for a in e["allocs"]]
+        cidr = netaddr.spanning_cidr(own) if len(own) > 1 else own[0]  # the rail's aggregate
         for other, o in rails.items():
             clash = netaddr.IPSet([cidr]) & netaddr.IPSet(a["prefix"] for a in o["allocs"]) if other != rail else None
             if clash:
-                raise ValueError(f"superpod_rail_pods: rail {rail}'s aggregate {cidr} holds rail {other}'s pod prefixes "
-                                 f"({next(clash.iter_cidrs())}); the plan keeps each rail's prefixes in one block")
+                raise ValueError(f"superpod_rail_pods: rail {rail}'s aggregate {cidr} holds rail {other}'s pod "
+                                 f"prefixes ({next(clash.iter_cidrs())}); the plan keeps each rail's in one block")
         routes = netaddr.cidr_merge([cidr, *e["subnets"]])
         nodes = sorted(a["nodeName"] for a in e["allocs"])
         out.append({"rail": rail, "name": f"{prefix}{rail}", "pool_kind": "CIDRPool", "cidr": str(cidr),

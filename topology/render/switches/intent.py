@@ -38,7 +38,7 @@ class Svi:
     address: str  # the subnet's gateway (or, with `vrr`, this switch's own address), with prefix length
     vrr: str = ""  # the shared gateway both switches of a pair answer for (VRR), with prefix length
     vrr_mac: str = ""  # its virtual MAC (00:00:5e:00:01:<vrid>)
-    secondaries: tuple[str, ...] = ()  # further gateways on the VLAN: a rail leaf's pod prefixes (ipam.rail_pod_prefixes)
+    secondaries: tuple[str, ...] = ()  # more gateways on the VLAN: a rail leaf's pod prefixes (ipam.rail_pod_prefixes)
 
 
 @dataclass(frozen=True, slots=True)

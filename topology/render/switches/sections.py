@@ -278,7 +278,8 @@ def gateway_svis(vlan_gateways: dict[int, str], pods: list[Address] = ()) -> tup
     extra: dict[str, list[str]] = {}
     for a in pods:
         extra.setdefault(a.interface, []).append(a.address)
-    return tuple(Svi(vlan, gw, secondaries=tuple(sorted(extra.get(f"vlan{vlan}", ()), key=lambda a: address_key(a.split("/")[0]))))
+    ordered = {k: tuple(sorted(v, key=lambda a: address_key(a.split("/")[0]))) for k, v in extra.items()}
+    return tuple(Svi(vlan, gw, secondaries=ordered.get(f"vlan{vlan}", ()))
                  for vlan, gw in sorted(vlan_gateways.items()))
 
 
