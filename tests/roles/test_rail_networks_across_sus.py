@@ -18,6 +18,7 @@ import pytest
 import yaml
 
 from tests.conftest import spec_with
+from tests.invariants import check_addresses
 from tests.role_files import ROOT
 from tests.roles.crd_schema import crd_errors, load_crds
 from tests.roles.test_gpu_operator_values import defaults, filters, render
@@ -197,3 +198,21 @@ def test_infiniband_has_no_pod_prefixes():
     with pytest.raises((SpecError, SpecErrors)) as err:
         build(spec_with("dgx-h100-ib", addressing={"rail_pods": PODS}))
     assert "addressing.rail_pods" in str(err.value) and "RoCE" in str(err.value)
+
+
+def test_pod_prefixes_are_addresses_like_any_other_and_growth_moves_none():
+    """Every pod gateway sits inside its pool and its prefix, unique (tests/invariants.py), and a
+    pod grown by an SU keeps every pod prefix and gateway it had (positional, as every address)."""
+    check_addresses(LAYOUT)
+    smaller = build(spec_with("roce-1k", nodes_per_su=4, scalable_units=2, max_scalable_units=4,
+                              addressing={"rail_mode": "per_leaf", "rail_pods": PODS, "rail_pod_prefix": 28}))
+    pods = lambda layout: {a for a in layout.addresses if a.pool == "rail_pods"}  # noqa: E731
+    assert pods(smaller) and pods(smaller) < pods(LAYOUT)
+
+
+def test_a_node_without_its_pod_prefix_fails_naming_it():
+    hv = {h: dict(v) for h, v in HV.items()}
+    victim = sorted(hv)[-1]
+    hv[victim]["superpod_rail_pods"] = hv[victim]["superpod_rail_pods"][1:]
+    with pytest.raises(ValueError, match=rf"{victim} has no pod prefix on rail 0"):
+        filters.superpod_rail_networks(hv, sorted(hv))
