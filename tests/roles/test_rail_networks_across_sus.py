@@ -24,6 +24,7 @@ from tests.roles.crd_schema import crd_errors, load_crds
 from tests.roles.test_gpu_operator_values import defaults, filters, render
 from topology.errors import SpecError, SpecErrors
 from topology.layout.build import build
+from topology.render.diff import diff_layouts
 from topology.render.inventory import render_inventory
 from topology.render.switches.build import build_intents
 
@@ -216,3 +217,14 @@ def test_a_node_without_its_pod_prefix_fails_naming_it():
     hv[victim]["superpod_rail_pods"] = hv[victim]["superpod_rail_pods"][1:]
     with pytest.raises(ValueError, match=rf"{victim} has no pod prefix on rail 0"):
         filters.superpod_rail_networks(hv, sorted(hv))
+
+
+def test_the_plan_diff_lists_every_pod_gateway():
+    """`superpod diff` keys addresses by device and interface: the pod gateways share the rail SVI
+    with the rail subnet's gateway and must each show, not overwrite one another."""
+    without = build(spec_with("roce-1k", nodes_per_su=4, scalable_units=3, max_scalable_units=4,
+                              addressing={"rail_mode": "per_leaf"}))
+    added = diff_layouts(without, LAYOUT)["addresses"].added
+    pods = [a for a in LAYOUT.addresses if a.pool == "rail_pods"]
+    assert sorted(added) == sorted(f"{a.device} {a.interface} {a.address}" for a in pods)
+    assert not diff_layouts(without, LAYOUT)["addresses"].removed
