@@ -31,8 +31,15 @@ from topology.render.switches.build import build_intents
 NET_DATA = ROOT / "testdata/network-operator"
 CRDS = load_crds(NET_DATA / "crds-v26.4.1", NET_DATA / "nv-ipam-v0.4.0")
 PODS = "100.104.0.0/14"  # outside every default pool (rails 100.64/11, fabric_p2p 100.96/13)
-SPEC = spec_with("roce-1k", nodes_per_su=4, scalable_units=3, max_scalable_units=4,
-                 addressing={"rail_mode": "per_leaf", "rail_pods": PODS, "rail_pod_prefix": 28})
+MODES = ("per_leaf", "p2p")  # a subnet per rail leaf (pod gateways on its SVI), or a /31 per NIC (on its port)
+
+
+def pod_spec(mode: str, sus: int = 3):
+    return spec_with("roce-1k", nodes_per_su=4, scalable_units=sus, max_scalable_units=4,
+                     addressing={"rail_mode": mode, "rail_pods": PODS, "rail_pod_prefix": 28})
+
+
+SPEC = pod_spec("per_leaf")
 LAYOUT = build(SPEC)
 
 
@@ -53,28 +60,39 @@ def gpu_hostvars(layout) -> dict[str, dict]:
 
 
 HV = gpu_hostvars(LAYOUT)
+_cases: dict[str, tuple] = {"per_leaf": (LAYOUT, HV)}
 
 
-def plan():
+@pytest.fixture(params=MODES)
+def case(request):
+    """(layout, GPU host vars) of the 3-SU plan with pod prefixes, per rail mode."""
+    if request.param not in _cases:
+        layout = build(pod_spec(request.param))
+        _cases[request.param] = (layout, gpu_hostvars(layout))
+    return _cases[request.param]
+
+
+def plan(layout):
     """From the layout alone: per rail, each node's leaf, the leaves' rail subnets (the nodes'
-    addresses) and pod prefixes (the leaves' rail_pods addresses), and who holds which gateway."""
-    leaf_of = {(lk.a_device, lk.a_port): lk.b_device for lk in LAYOUT.links if lk.tier == "node-leaf"}
-    rail_of_leaf = {d.name: d.rail for d in LAYOUT.devices if d.role == "leaf"}
-    node_leaf, subnets, pods, gateway_of = {}, defaultdict(dict), defaultdict(dict), {}
-    for a in LAYOUT.addresses:
+    addresses: one per leaf, or a /31 per node) and pod prefixes (the leaves' rail_pods addresses),
+    and who holds which gateway."""
+    leaf_of = {(lk.a_device, lk.a_port): lk.b_device for lk in layout.links if lk.tier == "node-leaf"}
+    rail_of_leaf = {d.name: d.rail for d in layout.devices if d.role == "leaf"}
+    node_leaf, subnets, pods, gateway_of = {}, defaultdict(lambda: defaultdict(set)), defaultdict(dict), {}
+    for a in layout.addresses:
         if a.pool == "rails" and (a.device, a.interface) in leaf_of:
             leaf = leaf_of[(a.device, a.interface)]
             node_leaf[(rail_of_leaf[leaf], a.device)] = leaf
-            subnets[rail_of_leaf[leaf]][leaf] = a.network
+            subnets[rail_of_leaf[leaf]][leaf].add(a.network)
         if a.pool == "rail_pods":
             pods[rail_of_leaf[a.device]][a.network] = a.device
             gateway_of[a.network] = str(netaddr.IPNetwork(a.address).ip)
     return node_leaf, subnets, pods, gateway_of
 
 
-def rendered():
+def rendered(hv):
     d = defaults("gpu_operator")
-    nets = filters.superpod_rail_networks(HV, sorted(HV))
+    nets = filters.superpod_rail_networks(hv, sorted(hv))
     items = yaml.safe_load(render("rail-networks.yaml.j2", dict(d, gpu_operator_rail_networks=nets)))["items"]
     return items
 
@@ -108,15 +126,17 @@ def nv_ipam_rules(pool: dict) -> list[str]:
     return errors
 
 
-def test_the_plan_spans_several_sus_with_a_subnet_per_leaf():
-    node_leaf, subnets, pods, _ = plan()
-    assert all(len(leaves) == SPEC.scalable_units for leaves in subnets.values())
-    assert len(subnets) == LAYOUT.facts["rails"] and pods.keys() == subnets.keys()
+def test_the_plan_spans_several_sus_with_a_subnet_per_leaf(case):
+    layout, _ = case
+    node_leaf, subnets, pods, _ = plan(layout)
+    assert all(len(leaves) == layout.spec.scalable_units for leaves in subnets.values())
+    assert len(subnets) == layout.facts["rails"] and pods.keys() == subnets.keys()
 
 
-def test_one_cidr_pool_and_one_network_per_rail_for_the_whole_pod():
-    items = rendered()
-    rails = sorted(plan()[1])
+def test_one_cidr_pool_and_one_network_per_rail_for_the_whole_pod(case):
+    layout, hv = case
+    items = rendered(hv)
+    rails = sorted(plan(layout)[1])
     by_kind = defaultdict(list)
     for i in items:
         by_kind[i["kind"]].append(i)
@@ -128,16 +148,18 @@ def test_one_cidr_pool_and_one_network_per_rail_for_the_whole_pod():
                                                  "poolType": "cidrpool"}
 
 
-def test_every_object_fits_its_crd_and_nv_ipams_rules():
-    items = rendered()
+def test_every_object_fits_its_crd_and_nv_ipams_rules(case):
+    layout, hv = case
+    items = rendered(hv)
     assert [crd_errors(i, CRDS) for i in items] == [[] for _ in items]
-    assert [nv_ipam_rules(p) for p in items if p["kind"] == "CIDRPool"] == [[] for _ in plan()[1]]
+    assert [nv_ipam_rules(p) for p in items if p["kind"] == "CIDRPool"] == [[] for _ in plan(layout)[1]]
 
 
-def test_each_node_gets_the_pod_prefix_its_leaf_answers_for():
-    node_leaf, subnets, pods, gateway_of = plan()
+def test_each_node_gets_the_pod_prefix_its_leaf_answers_for(case):
+    layout, hv = case
+    node_leaf, subnets, pods, gateway_of = plan(layout)
     seen = netaddr.IPSet()
-    for pool in (i for i in rendered() if i["kind"] == "CIDRPool"):
+    for pool in (i for i in rendered(hv) if i["kind"] == "CIDRPool"):
         rail = int(pool["metadata"]["annotations"]["superpod.dev/rail"])
         allocs = pool["spec"]["staticAllocations"]
         wanted = sorted(n for (r, n) in node_leaf if r == rail)
@@ -151,42 +173,53 @@ def test_each_node_gets_the_pod_prefix_its_leaf_answers_for():
             assert not seen & mine, f"{a['prefix']} overlaps another node's prefix"
             seen |= mine
     # no pod prefix overlaps a node's rail subnet (the hosts' own addresses)
-    assert not seen & netaddr.IPSet(s for leaves in subnets.values() for s in leaves.values())
+    assert not seen & netaddr.IPSet(s for leaves in subnets.values() for ss in leaves.values() for s in ss)
 
 
-def test_routes_reach_the_same_rail_on_every_other_leaf_and_nothing_else():
-    node_leaf, subnets, pods, _ = plan()
-    for pool in (i for i in rendered() if i["kind"] == "CIDRPool"):
+def test_routes_reach_the_same_rail_on_every_other_leaf_and_nothing_else(case):
+    layout, hv = case
+    node_leaf, subnets, pods, _ = plan(layout)
+    for pool in (i for i in rendered(hv) if i["kind"] == "CIDRPool"):
         rail = int(pool["metadata"]["annotations"]["superpod.dev/rail"])
         routed = netaddr.IPSet(r["dst"] for r in pool["spec"]["routes"])
         for a in pool["spec"]["staticAllocations"]:
             leaf = node_leaf[(rail, a["nodeName"])]
             # every other pod prefix of the rail (on this leaf too: only the node's own is on-link)
             other_pods = [p for p in pods[rail] if p != a["prefix"]]
-            other_subnets = [s for lf, s in subnets[rail].items() if lf != leaf]
+            other_subnets = [s for lf, ss in subnets[rail].items() if lf != leaf for s in ss]
             assert netaddr.IPSet(other_pods + other_subnets) <= routed, a
         foreign = netaddr.IPSet([*(p for r, ps in pods.items() if r != rail for p in ps),
-                                 *(s for r, ls in subnets.items() if r != rail for s in ls.values())])
+                                 *(s for r, ls in subnets.items() if r != rail for ss in ls.values() for s in ss)])
         assert not routed & foreign and not netaddr.IPSet([pool["spec"]["cidr"]]) & foreign
 
 
-def test_the_leaves_hold_and_announce_the_pod_gateways():
-    """The switch side of the same plan: each rail leaf's SVI carries the gateway of every pod
-    prefix of its nodes, and its BGP originates them (a network statement or an aggregate)."""
-    _, _, pods, gateway_of = plan()
-    intents = {i.name: i for i in build_intents(LAYOUT)}
+def test_the_leaves_hold_and_announce_the_pod_gateways(case):
+    """The switch side of the same plan: each rail leaf carries the gateway of every pod prefix of
+    its nodes (per_leaf: on the rail SVI; p2p: on the node's port, beside the /31), and its BGP
+    originates them (a network statement or an aggregate)."""
+    layout, _ = case
+    node_leaf, _, pods, gateway_of = plan(layout)
+    # whose pod prefix it is: the address's peer is the node's rail address, on the cable's node end
+    owner = {a.network: a.peer for a in layout.addresses if a.pool == "rail_pods"}
+    node_end = {str(netaddr.IPNetwork(a.address).ip): f"{a.device}:{a.interface}" for a in layout.addresses
+                if a.pool == "rails" and any(n == a.device for _, n in node_leaf)}
+    intents = {i.name: i for i in build_intents(layout)}
     for rail, prefixes in pods.items():
         for prefix, leaf in prefixes.items():
             sw = intents[leaf]
-            svi = next(s for s in sw.svis if s.vlan == 100 + rail)
-            held = {svi.address, *svi.secondaries}
+            if layout.spec.addressing.rail_mode == "per_leaf":
+                svi = next(s for s in sw.svis if s.vlan == 100 + rail)
+                held = {svi.address, *svi.secondaries}
+            else:
+                port = next(p for p in sw.ports if p.peer == node_end[owner[prefix]])
+                held = {port.address, *port.secondaries}
             assert f"{gateway_of[prefix]}/{netaddr.IPNetwork(prefix).prefixlen}" in held
             announced = netaddr.IPSet([*sw.bgp.networks, *sw.bgp.aggregates])
             assert netaddr.IPSet([prefix]) <= announced, (leaf, prefix)
 
 
 @pytest.mark.parametrize("changes, rule", [
-    ({"addressing": {"rail_pods": PODS}}, "per_leaf"),  # p2p rails (the default)
+    ({"addressing": {"rail_pods": "100.104.0.0/24"}}, "end state"),  # 8 rails x 4 SUs x 32 NICs need more
     ({"addressing": {"rail_mode": "per_leaf", "rail_pods": "100.64.0.0/14"}}, "overlaps"),
 ])
 def test_bad_pod_pools_are_refused_naming_the_field(changes, rule):
