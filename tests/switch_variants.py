@@ -41,6 +41,8 @@ VARIANTS = (
     Variant("per-leaf-rail-pods-sonic", "lab", {"addressing": {"rail_mode": "per_leaf", "rail_pods": "100.104.0.0/16"},
                                                 "compute_fabric": {"switch_os": "sonic"}},
             "the same on SONiC: secondary VLAN_INTERFACE prefixes"),
+    Variant("p2p-rail-pods", "lab", {"addressing": {"rail_pods": "100.104.0.0/16"}},
+            "a routed pod prefix per GPU NIC on /31 rails: a second address on each node port"),
     Variant("inband-bond-storage", "lab", {"storage_fabric": {"node_ports": "inband_bond"}},
             "storage over the in-band bond, routed by the in-band pairs"),
     Variant("compute-sonic", "lab", {"compute_fabric": {"switch_os": "sonic"}},

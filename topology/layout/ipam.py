@@ -95,9 +95,9 @@ def plan(
         by_tier.setdefault(link.tier, []).append(link)
     nodes_max = spec.max_su * spec.nodes_per_su
 
-    if spec.addressing.rail_pods is not None and not (routed and spec.addressing.rail_mode == "per_leaf"):
-        raise SpecError("addressing.rail_pods", "pod prefixes are planned on RoCE rails with rail_mode per_leaf "
-                        f"(this pod: compute_fabric.kind {cf.kind}, rail_mode {spec.addressing.rail_mode}); "
+    if spec.addressing.rail_pods is not None and not routed:
+        raise SpecError("addressing.rail_pods", "pod prefixes are planned on RoCE rails (this pod: "
+                        f"compute_fabric.kind {cf.kind}: an IPoIB rail is one subnet for the whole pod already); "
                         "unset rail_pods")
 
     # Rails: a /31 per GPU NIC (leaf .0, NIC .1), or one subnet per rail leaf; IPoIB per rail.
@@ -112,6 +112,8 @@ def plan(
             base, net = pool.subnet(leaf_slot[lk.b_device] * block + node_in_su)
             add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "rails", int_to_str(base + 1)))
             add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "rails", int_to_str(base)))
+        if spec.addressing.rail_pods is not None:
+            out += rail_pod_prefixes(spec, sz, by_tier.get("node-leaf", ()), out)
     elif routed or spec.addressing.ipoib:
         per_leaf = routed
         groups = spec.max_su * sz.rails if per_leaf else sz.rails
@@ -261,11 +263,12 @@ def plan(
 
 
 def rail_pod_prefixes(spec: PodSpec, sz: ComputeSizing, node_leaf: list[Link], rails: list[Address]) -> list[Address]:
-    """Per GPU NIC a routed prefix for its pods (per_leaf rails): the leaf holds its first address on
-    the rail SVI, beside the rail subnet's gateway, and originates it; nv-ipam hands the rest to the
-    node's pods (roles/gpu_operator). Positional: a rail's prefixes form one aligned block (the
-    rail's aggregate, what pods route to), a leaf's one aligned block inside it (what it announces).
-    The address's peer is the node's rail address, naming the NIC the prefix belongs to."""
+    """Per GPU NIC a routed prefix for its pods: the leaf holds its first address beside the NIC's own
+    link (per_leaf: on the rail SVI with the subnet's gateway; p2p: on the port with the /31) and
+    originates it; nv-ipam hands the rest to the node's pods (roles/gpu_operator). Positional: a
+    rail's prefixes form one aligned block (the rail's aggregate, what pods route to), a leaf's one
+    aligned block inside it (what it announces). The address's peer is the node's rail address,
+    naming the NIC the prefix belongs to."""
     plen = spec.addressing.rail_pod_prefix
     per_leaf = 2 ** ceil(log2(spec.nodes_per_su))
     per_rail = 2 ** ceil(log2(spec.max_su * per_leaf))
@@ -276,7 +279,8 @@ def rail_pod_prefixes(spec: PodSpec, sz: ComputeSizing, node_leaf: list[Link], r
         node_slot, rail = divmod(lk.slot, sz.rails)
         su0, n0 = divmod(node_slot, spec.nodes_per_su)
         base, net = pool.subnet(rail * per_rail + su0 * per_leaf + n0)
-        out.append(Address(lk.b_device, f"vlan{100 + rail}", f"{int_to_str(base + 1)}/{plen}", net, "rail_pods",
+        interface = f"vlan{100 + rail}" if spec.addressing.rail_mode == "per_leaf" else lk.b_port
+        out.append(Address(lk.b_device, interface, f"{int_to_str(base + 1)}/{plen}", net, "rail_pods",
                            node_address[(lk.a_device, lk.a_port)]))
     return out
 

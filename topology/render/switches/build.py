@@ -120,6 +120,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         qos = _fabric_qos(spec, fabric)
         qos_tiers = (sections.LOSSLESS_TIERS if fabric == "compute" else sections.STORAGE_RDMA_TIERS) if qos else ()
         port_list = sections.ports(d.name, data_links, own, _access_vlans(d, data_links, own, layout), set(qos_tiers))
+        port_list = sections.with_port_secondaries(port_list, pods)
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None

@@ -91,7 +91,8 @@ class _PortBlock:
         out.append(f"{pad}type: swp\n{pad}description: {_plain_or_quoted(p.peer)}\n")
         out.append(_link_lines(pad, p.mtu, p.speed_gbps))
         if p.address:
-            out.append(f"{pad}{self.ip}:\n{pad}  address:\n{pad}    {_plain_or_quoted(p.address)}: {{}}\n")
+            lines = "".join(f"{pad}    {_plain_or_quoted(a)}: {{}}\n" for a in (p.address, *p.secondaries))
+            out.append(f"{pad}{self.ip}:\n{pad}  address:\n{lines}")
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")

@@ -140,6 +140,8 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
         if p.address:
             db.setdefault("INTERFACE", {})[name] = {}
             db["INTERFACE"][f"{name}|{p.address}"] = {}
+            for extra in p.secondaries:  # a p2p rail port's pod gateway beside the /31
+                db["INTERFACE"][f"{name}|{extra}"] = {}
         if p.access_vlan is not None:
             db.setdefault("VLAN_MEMBER", {})[f"Vlan{p.access_vlan}|{name}"] = {"tagging_mode": "untagged"}
 
