@@ -261,3 +261,19 @@ def test_the_plan_diff_lists_every_pod_gateway():
     pods = [a for a in LAYOUT.addresses if a.pool == "rail_pods"]
     assert sorted(added) == sorted(f"{a.device} {a.interface} {a.address}" for a in pods)
     assert not diff_layouts(without, LAYOUT)["addresses"].removed
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_growth_by_an_su_keeps_each_pools_cidr_and_allocations(mode):
+    """A pool's cidr is the rail's block for the end state (max_scalable_units), not the span of
+    today's prefixes: growing from 2 to 3 SUs adds static allocations and changes no cidr, so
+    nv-ipam never re-carves a pool that pods hold addresses in."""
+    def pools(sus):
+        layout = build(pod_spec(mode, sus))
+        return {p["metadata"]["name"]: p["spec"] for p in rendered(gpu_hostvars(layout)) if p["kind"] == "CIDRPool"}
+    before, after = pools(2), pools(3)
+    assert before.keys() == after.keys()
+    for name, spec in before.items():
+        assert spec["cidr"] == after[name]["cidr"], name
+        assert all(a in after[name]["staticAllocations"] for a in spec["staticAllocations"])
+        assert len(after[name]["staticAllocations"]) > len(spec["staticAllocations"])
