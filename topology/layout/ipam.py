@@ -270,8 +270,7 @@ def rail_pod_prefixes(spec: PodSpec, sz: ComputeSizing, node_leaf: list[Link], r
     aligned block inside it (what it announces). The address's peer is the node's rail address,
     naming the NIC the prefix belongs to."""
     plen = spec.addressing.rail_pod_prefix
-    per_leaf = 2 ** ceil(log2(spec.nodes_per_su))
-    per_rail = 2 ** ceil(log2(spec.max_su * per_leaf))
+    per_leaf, per_rail = _rail_pod_blocks(spec)
     pool = Pool(spec, "rail_pods", plen, sz.rails * per_rail)
     node_address = {(a.device, a.interface): a.address.split("/")[0] for a in rails if a.pool == "rails"}
     out = []
@@ -283,6 +282,21 @@ def rail_pod_prefixes(spec: PodSpec, sz: ComputeSizing, node_leaf: list[Link], r
         out.append(Address(lk.b_device, interface, f"{int_to_str(base + 1)}/{plen}", net, "rail_pods",
                            node_address[(lk.a_device, lk.a_port)]))
     return out
+
+
+def _rail_pod_blocks(spec: PodSpec) -> tuple[int, int]:
+    """Pod prefixes per leaf block and per rail block (powers of two: each block one aligned CIDR)."""
+    per_leaf = 2 ** ceil(log2(spec.nodes_per_su))
+    return per_leaf, 2 ** ceil(log2(spec.max_su * per_leaf))
+
+
+def rail_pod_aggregate(spec: PodSpec, rail: int) -> str:
+    """The block holding every pod prefix of a rail in the end state: what the rail's pods route
+    to, the same for the pod's whole life (growth fills it, never moves it)."""
+    _, per_rail = _rail_pod_blocks(spec)
+    size = per_rail * 2 ** (32 - spec.addressing.rail_pod_prefix)
+    first = int(netaddr.IPNetwork(spec.addressing.rail_pods).first) + rail * size
+    return f"{int_to_str(first)}/{32 - int(log2(size))}"
 
 
 def _ipoib_storage(spec: PodSpec, ppn: int, by_tier: dict[str, list[Link]]) -> list[Address]:

@@ -16,6 +16,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict
 
 from topology import catalog
+from topology.layout.ipam import rail_pod_aggregate
 from topology.layout.model import Device, Layout
 from topology.layout.names import row_letters
 from topology.render import rollout
@@ -80,6 +81,7 @@ class RailPodVars(_Vars):
     netdev: str
     prefix: str
     gateway: str
+    aggregate: str  # the rail's block of pod prefixes in the end state (ipam.rail_pod_aggregate)
 
 
 class HostNicVars(_Vars):
@@ -169,7 +171,8 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
                 mtu=HOST_RAIL_MTU if kind == "roce" else None,
             )
         )
-        pods += [RailPodVars(rail=nic.gpu, netdev=netdev, prefix=p.network, gateway=_ip(p))
+        pods += [RailPodVars(rail=nic.gpu, netdev=netdev, prefix=p.network, gateway=_ip(p),
+                             aggregate=rail_pod_aggregate(spec, nic.gpu))
                  for p in layout.addresses_by_device.get(leaf, ())
                  if a is not None and p.pool == "rail_pods" and p.peer == _ip(a)]
     storage = []

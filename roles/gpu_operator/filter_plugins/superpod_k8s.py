@@ -289,8 +289,9 @@ def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_pre
 def _rail_cidr_pools(topology_hostvars, hosts, prefix, resource_prefix, node_names, resource_mode):
     """One nv-ipam CIDRPool and one MacvlanNetwork per rail for the whole pod, from the routed pod
     prefix the plan gives each GPU NIC (addressing.rail_pods): a static allocation per node (its
-    prefix, its leaf's gateway in it), `cidr` the rail's aggregate, routes to that aggregate and to
-    every leaf's rail subnet through the node's own leaf. nv-ipam's CIDRPool rules hold by
+    prefix, its leaf's gateway in it), `cidr` the rail's aggregate (its block in the end state, so
+    growth never changes it), routes to that aggregate and to every rail subnet of the plan through
+    the node's own leaf. nv-ipam's CIDRPool rules hold by
     construction: prefixes of one length inside cidr, one per node, the gateway inside its prefix
     at one index for all (gatewayIndex, which routes need)."""
     import netaddr
@@ -310,7 +311,9 @@ def _rail_cidr_pools(topology_hostvars, hosts, prefix, resource_prefix, node_nam
             if net.ip != net.network or not 0 < index < net.size - 1:
                 raise ValueError(f"superpod_rail_pods: {host} rail {rail}: gateway {pod['gateway']} is no host "
                                  f"address of its prefix {pod['prefix']}")
-            e = rails.setdefault(rail, {"netdevs": set(), "allocs": [], "subnets": [], "indexes": set(), "lens": set()})
+            e = rails.setdefault(rail, {"netdevs": set(), "allocs": [], "subnets": [], "indexes": set(), "lens": set(),
+                                        "aggregates": set()})
+            e["aggregates"].add(str(netaddr.IPNetwork(pod["aggregate"]).cidr))
             e["netdevs"].add(r["netdev"])
             e["allocs"].append({"nodeName": node_names.get(host, host), "prefix": str(net),
                                 "gateway": pod["gateway"]})
@@ -328,8 +331,14 @@ def _rail_cidr_pools(topology_hostvars, hosts, prefix, resource_prefix, node_nam
         prefixes = netaddr.IPSet(a["prefix"] for a in e["allocs"])
         if prefixes.size != len(e["allocs"]) * 2 ** (32 - next(iter(e["lens"]))):
             raise ValueError(f"superpod_rail_pods: rail {rail} gives one pod prefix to two NICs")
-        own = [netaddr.IPNetwork(a["prefix"]) for a in e["allocs"]]
-        cidr = netaddr.spanning_cidr(own) if len(own) > 1 else own[0]  # the rail's aggregate
+        if len(e["aggregates"]) != 1:
+            raise ValueError(f"superpod_rail_pods: rail {rail} names aggregates {sorted(e['aggregates'])}; "
+                             "one CIDRPool has one cidr")
+        cidr = netaddr.IPNetwork(next(iter(e["aggregates"])))  # the end state's block: growth never moves it
+        outside = prefixes - netaddr.IPSet([cidr])
+        if outside:
+            raise ValueError(f"superpod_rail_pods: rail {rail}'s pod prefix {next(outside.iter_cidrs())} lies "
+                             f"outside its aggregate {cidr}")
         for other, o in rails.items():
             clash = netaddr.IPSet([cidr]) & netaddr.IPSet(a["prefix"] for a in o["allocs"]) if other != rail else None
             if clash:
