@@ -133,7 +133,8 @@ def _index(layout: Layout) -> tuple[dict, dict, dict, dict]:
     addr: dict[tuple[str, str], object] = {}
     by_pool: dict[tuple[str, str], object] = {}
     for a in layout.addresses:
-        if a.pool == "rail_pods":  # on the leaf's rail SVI beside its gateway: read per node (gpu_node_vars)
+        if a.pool == "rail_pods":  # beside the leaf's rail address on one interface: known by the NIC it serves
+            addr[(a.device, "rail_pods", a.peer)] = a
             continue
         addr[(a.device, a.interface)] = a
         by_pool.setdefault((a.device, a.pool), a)
@@ -171,10 +172,10 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
                 mtu=HOST_RAIL_MTU if kind == "roce" else None,
             )
         )
-        pods += [RailPodVars(rail=nic.gpu, netdev=netdev, prefix=p.network, gateway=_ip(p),
-                             aggregate=rail_pod_aggregate(spec, nic.gpu))
-                 for p in layout.addresses_by_device.get(leaf, ())
-                 if a is not None and p.pool == "rail_pods" and p.peer == _ip(a)]
+        pod = addr.get((leaf, "rail_pods", _ip(a))) if a is not None else None
+        if pod is not None:
+            pods.append(RailPodVars(rail=nic.gpu, netdev=netdev, prefix=pod.network, gateway=_ip(pod),
+                                    aggregate=rail_pod_aggregate(spec, nic.gpu)))
     storage = []
     storage_kind = cat.switches[spec.storage_fabric.switch_model].kind
     for nic in node.storage_nics:

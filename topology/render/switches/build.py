@@ -107,8 +107,12 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         if fabric is None or model is None or model.kind != "ethernet":
             continue  # InfiniBand switches are configured by the subnet manager (opensm.py)
         links = links_of.get(d.name, [])
-        own = {a.interface: a for a in layout.addresses_by_device.get(d.name, []) if a.pool != "rail_pods"}
-        pods = [a for a in layout.addresses_by_device.get(d.name, []) if a.pool == "rail_pods"]
+        own, pods = {}, []  # a leaf's pod gateways share an interface with its rail address: kept apart
+        for a in layout.addresses_by_device.get(d.name, ()):
+            if a.pool == "rail_pods":
+                pods.append(a)
+            else:
+                own[a.interface] = a
         data_links = [lk for lk in links if lk.tier != "device-oob" or lk.b_device == d.name]
         if d.role == "oob_aggregation" or d.role == "oob_switch":
             data_links = links  # an OOB switch's own eth0 uplink is a cable of the OOB fabric
