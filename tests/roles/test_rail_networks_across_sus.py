@@ -21,6 +21,7 @@ from tests.conftest import spec_with
 from tests.invariants import check_addresses
 from tests.role_files import ROOT
 from tests.roles.crd_schema import crd_errors, load_crds
+from tests.roles.playbook import debug_values, run_play
 from tests.roles.test_gpu_operator_values import defaults, filters, render
 from topology.errors import SpecError, SpecErrors
 from topology.layout.build import build
@@ -277,3 +278,28 @@ def test_growth_by_an_su_keeps_each_pools_cidr_and_allocations(mode):
         assert spec["cidr"] == after[name]["cidr"], name
         assert all(a in after[name]["staticAllocations"] for a in spec["staticAllocations"])
         assert len(after[name]["staticAllocations"]) > len(spec["staticAllocations"])
+
+
+def test_ansible_itself_renders_the_same_objects(tmp_path, monkeypatch):
+    """The role's filter and template run by ansible-playbook (ansible-core's templating and its
+    to_json, hostvars of the planned nodes as the inventory holds them), not the Jinja2 imitation
+    above: the rendered list is the same, and passes the CRD and nv-ipam checks."""
+    plugins = f"{ROOT / 'filter_plugins'}:{ROOT / 'roles/gpu_operator/filter_plugins'}"
+    monkeypatch.setenv("ANSIBLE_FILTER_PLUGINS", plugins)  # the environment wins over run_play's ansible.cfg
+    d = defaults("gpu_operator")
+    template = ROOT / "roles/gpu_operator/templates/rail-networks.yaml.j2"
+    tasks = [
+        {"name": "Pools and networks", "ansible.builtin.set_fact": {
+            "gpu_operator_rail_networks": "{{ hostvars | superpod_rail_networks(gpu_hosts) }}"},
+         "when": "inventory_hostname == 'control'"},
+        {"name": "Rendered", "ansible.builtin.debug": {
+            "msg": f"{{{{ (lookup('ansible.builtin.template', '{template}') | from_yaml)['items'] }}}}"},
+         "when": "inventory_hostname == 'control'"},
+    ]
+    hosts = dict(HV, control={})
+    used = ("gpu_operator_network_operator_namespace", "gpu_operator_rail_network_namespace",
+            "gpu_operator_rail_network_mtu")
+    extra = {"gpu_hosts": sorted(HV), **{k: d[k] for k in used}}
+    items = debug_values(run_play(tmp_path, tasks, hosts, extra)["control"])[0]
+    assert len(items) == 2 * LAYOUT.facts["rails"] and items == rendered(HV)
+    assert [crd_errors(i, CRDS) for i in items] == [[] for _ in items]
