@@ -122,6 +122,10 @@ def nv_ipam_rules(pool: dict) -> list[str]:
         if "gatewayIndex" in spec and alloc.get("gateway") and \
                 str(netaddr.IPAddress(prefix.first + spec["gatewayIndex"])) != alloc["gateway"]:
             errors.append(f"{alloc}: gateway is not gatewayIndex {spec['gatewayIndex']} of its prefix")
+    size = 2 ** (32 - spec["perNodeNetworkPrefix"])
+    for ex in spec.get("perNodeExclusions", []):  # the CRD's CEL rule (jsonschema skips CEL), and inside a prefix
+        if not 0 <= ex["startIndex"] <= ex["endIndex"] < size:
+            errors.append(f"{ex}: not an index range of a node prefix")
     errors += [f"node {n} twice" for n, c in nodes.items() if c > 1 and n]
     errors += [f"prefix {p} twice" for p, c in prefixes.items() if c > 1]
     return errors
