@@ -21,12 +21,14 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 from typer.testing import CliRunner
 
 from tests.role_files import ROOT
 from topology.cli import app
 from topology.operate.drift import EXIT_DRIFT, EXIT_ERROR, DriftReport
 from topology.operate.events import load_events
+from topology.operate.report import print_drift
 
 runner = CliRunner()
 AFTER = "A role after node_check"
@@ -109,17 +111,17 @@ def test_drift_names_each_mismatch_and_checks_on_apply_fails_the_host(tmp_path, 
     # apply cannot fix what the node lacks: --fix does not target a mismatch
     assert report["fix"] == {"limit": ["localhost"], "tags": None}  # the copy task (no role) only
 
-    # the table names each one too
-    table = _cli("drift", *base)
-    assert table.exit_code == EXIT_DRIFT, table.output
-    assert "differs from its plan" in table.output
+    # the table (what `superpod drift` prints without --json) from the run's own recorded events
+    (run,) = sorted((project / ".runs" / "lab").glob("*-drift"))
+    events = load_events(run / "artifacts" / "run" / "job_events")
+    from_events = DriftReport.from_events(events)
+    assert from_events.exit_code == EXIT_DRIFT and from_events.mismatches("localhost") == check["mismatches"]
+    console = Console(record=True, width=250)
+    print_drift(console, from_events)
+    table = console.export_text()
+    assert "the node differs from its plan" in table
     for want in wanted:
-        assert want in table.output, (want, table.output)
-
-    # the run's own recorded events give the same verdict (what DriftReport reads)
-    runs = sorted((project / ".runs" / "lab").glob("*-drift"))
-    events = load_events(runs[-1] / "artifacts" / "run" / "job_events")
-    assert DriftReport.from_events(events).exit_code == EXIT_DRIFT
+        assert want in table, (want, table)
 
     # apply: the same mismatches fail the host, and nothing after it is done
     applied = _cli("apply", *base, "--json")
