@@ -26,6 +26,7 @@ from typer.testing import CliRunner
 
 from tests.role_files import ROOT
 from topology.cli import app
+from topology.operate import manifest
 from topology.operate.drift import EXIT_DRIFT, EXIT_ERROR, DriftReport
 from topology.operate.events import load_events
 from topology.operate.report import print_drift
@@ -131,6 +132,14 @@ def test_drift_names_each_mismatch_and_checks_on_apply_fails_the_host(tmp_path, 
     (problem,) = result["problems"]
     assert problem["task"] == "Fail on mismatches" and all(w in problem["message"] for w in wanted)
     assert not (managed / "a.conf").exists()
+
+    # the record check (the plain path's node_check, run without --check) reads the same failure as
+    # drift naming the same items, not as an error (topology/operate/manifest.py)
+    (run,) = sorted((project / ".runs" / "lab").glob("*-apply"))
+    found = manifest.quick_results(load_events(run / "artifacts" / "run" / "job_events"))
+    assert found.problems == {} and not found.clean("localhost")
+    assert [d["detail"] for d in found.drift["localhost"]] == check["mismatches"]
+    assert {d["what"] for d in found.drift["localhost"]} == {"node_check : Fail on mismatches"}
 
 
 @pytest.mark.timeout(300)

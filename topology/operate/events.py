@@ -48,6 +48,8 @@ class HostProblem:
     task: str
     role: str | None
     message: str
+    # a superpod_plan_mismatch that failed (apply, the record check): the node differs from its plan
+    mismatches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -132,6 +134,7 @@ def host_problems(events: Iterable[dict]) -> list[HostProblem]:
                 task=data.get("task", ""),
                 role=data.get("role") or None,
                 message=_message(data.get("res") or {}),
+                mismatches=plan_mismatches(data.get("res") or {}),
             ))
     return out
 
