@@ -15,7 +15,6 @@ Shared by the roles through ansible.cfg's action_plugins (molecule/base.yml for 
 from __future__ import annotations
 
 from ansible.errors import AnsibleActionFail
-from ansible.module_utils.common.validation import check_type_list, check_type_str
 from ansible.plugins.action import ActionBase
 
 RESULT_KEY = "plan_mismatch"
@@ -29,12 +28,11 @@ class ActionModule(ActionBase):
     def run(self, tmp=None, task_vars=None):
         result = super().run(tmp, task_vars)
         del tmp
-        try:
-            msg = check_type_str(self._task.args.get("msg"), allow_conversion=False)
-            items = [check_type_str(i, allow_conversion=True) for i in check_type_list(self._task.args.get("items"))]
-        except TypeError as e:
-            raise AnsibleActionFail(f"superpod_plan_mismatch: msg must be a string and items a list of "
-                                    f"strings (one per mismatch): {e}") from None
+        msg, items = self._task.args.get("msg"), self._task.args.get("items")
+        if not isinstance(msg, str) or not isinstance(items, list):
+            raise AnsibleActionFail("superpod_plan_mismatch: msg must be a string and items a list (one string per "
+                                    f"mismatch); got msg {type(msg).__name__}, items {type(items).__name__}")
+        items = [str(i) for i in items]
         if not msg or not items:
             raise AnsibleActionFail("superpod_plan_mismatch: msg and items (one per mismatch) must not be empty; "
                                     "call it only when there is a mismatch (`when:`)")
