@@ -17,6 +17,7 @@ from tests.roles.test_host_network import NODE, POD
 from tests.test_drift_verdict import lab_node
 
 AFTER = "Checked after the detect tasks"
+BAD = "Items given as one string"
 TASKS = {"host_network": "host_network : Fail on planned links this host does not have",
          "rail_network": "rail_network : Fail on planned rail NICs this host does not have"}
 
@@ -39,7 +40,8 @@ def detect_tasks(role: str) -> list[dict]:
 @pytest.fixture(scope="module")
 def hosts() -> dict[str, dict]:
     return {"hn": dict(NODE, **POD, role_under_test="host_network"),
-            "rn": {"rails": lab_node()["rails"], "role_under_test": "rail_network"}}
+            "rn": {"rails": lab_node()["rails"], "role_under_test": "rail_network"},
+            "bad": {"role_under_test": "bad"}}
 
 
 def missing_here(netdevs: list[str]) -> list[str]:
@@ -51,6 +53,8 @@ def missing_here(netdevs: list[str]) -> list[str]:
 
 def run(tmp_path, hosts, check: bool) -> dict[str, list[dict]]:
     tasks = detect_tasks("host_network") + detect_tasks("rail_network")
+    tasks.append({"name": BAD, "superpod_plan_mismatch": {"msg": "m", "items": "a, b"},
+                  "when": "role_under_test == 'bad'"})
     tasks.append({"name": AFTER, "ansible.builtin.debug": {"msg": "went on"}})
     tmp_path.mkdir()
     return run_play(tmp_path, tasks, hosts, check=check)
@@ -75,6 +79,10 @@ def test_planned_links_missing_are_drift_under_check_and_fail_apply(tmp_path, ho
         assert result is not None and not result.get("failed"), checked[host][-1]
         assert result["changed"] is True and result["plan_mismatch"] == wanted[host], result
         assert by_name(checked[host], AFTER) is not None  # the host went on
+
+    # a role that calls the action wrongly gets an error naming the argument, in drift as in apply
+    bad = by_name(checked["bad"], BAD)
+    assert bad["failed"] is True and "items a list" in bad["msg"] and by_name(checked["bad"], AFTER) is None
 
     applied = run(tmp_path / "apply", hosts, check=False)
     for host in ("hn", "rn"):
