@@ -39,7 +39,8 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": gather_facts, "tasks": tasks}]))
     (tmp / "extra.json").write_text(json.dumps(extra_vars or {}))
     (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\nlibrary = {tmp / 'library'}\n"
-                                     f"filter_plugins = {ROOT / 'filter_plugins'}\n")
+                                     f"filter_plugins = {ROOT / 'filter_plugins'}\n"
+                                     f"action_plugins = {ROOT / 'action_plugins'}\n")
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8")
     proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp / "inventory.yml"), "-e", f"@{tmp / 'extra.json'}",
