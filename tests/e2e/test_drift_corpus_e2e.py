@@ -7,10 +7,12 @@ are the same in both (the plain path never calls clean what the full check would
 which those hosts and roles check clean (one drift of them).
 
 This is also where the older apply/drift test's hand-made drift lives (moved here, so the e2e job
-checks the pod once for both): su01-node02 and su01-node03 carry exactly its four changes, so
-there the quick check must name exactly its changes, and the plain and the full check exactly its
-tasks (the no-false-drift proof on drifted nodes), with the diffs a person acts on; su01-node01
-carries the GPU faults and a runtime sysctl, and the full check names nothing else there either.
+checks the pod once for both): su01-node02 carries exactly its four changes, so there the quick
+check must name exactly its changes, and the plain and the full check exactly its tasks, with the
+diffs a person acts on; su01-node03 is left untouched: the plain drift must find it clean by its
+record (the plain path checks only the others) and the full check must find it clean (the
+no-false-drift proof); su01-node01 carries the GPU faults and a runtime sysctl, and the full
+check names nothing else there either.
 
 Expectations come from this table and the plan (the inventory's GPU count, the roles' task
 names), never from the output under test. What a container cannot hold (the node's own kernel:
@@ -36,9 +38,10 @@ from tests.e2e.test_apply_drift_e2e import tallies_of, timed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2700)]
 
-# su01-node02 and su01-node03 hold exactly the older apply/drift test's changes; the other kinds
-# go to su01-node04 (each names its own task, so one node is enough to attribute them)
-GPU_HOST, FILE_HOST, UNIT_HOST, MANY_HOST = "su01-node01", "su01-node02", "su01-node03", "su01-node04"
+# su01-node02 holds exactly the older apply/drift test's four changes; the other kinds go to
+# su01-node04 (each names its own task, so one node is enough to attribute them); su01-node03 is
+# left alone: a plain drift must skip it by its record and the full check must find it clean.
+GPU_HOST, HAND_HOST, MANY_HOST = "su01-node01", "su01-node02", "su01-node04"
 
 
 @dataclass(frozen=True)
@@ -135,14 +138,14 @@ CASES = [
     Case("runtime sysctl (file intact)", GPU_HOST, change_runtime_sysctl,
          frozenset({("host_tuning", "Show the sysctls that differ from the running kernel (check mode)")}),
          stand_in="sysctl files bind-mounted in the node (the container's /proc/sys is the host's, read-only)"),
-    # ---- the older apply/drift test's four changes (exactly these on su01-node02 and su01-node03)
-    Case("file content", FILE_HOST, "sed -i 's/= 0/= 1/' /etc/sysctl.d/60-superpod-host-tuning.conf",
+    # ---- the older apply/drift test's four changes (exactly these on su01-node02)
+    Case("file content", HAND_HOST, "sed -i 's/= 0/= 1/' /etc/sysctl.d/60-superpod-host-tuning.conf",
          frozenset({("host_tuning", "Persist the tuning sysctls")})),  # a sysctl changed while debugging
-    Case("managed file deleted", FILE_HOST, "rm /etc/security/limits.d/90-superpod-memlock.conf",
+    Case("managed file deleted", HAND_HOST, "rm /etc/security/limits.d/90-superpod-memlock.conf",
          frozenset({("hugepages", "Set the PAM locked-memory limits")})),
-    Case("unit disabled", UNIT_HOST, "systemctl disable --quiet superpod-cpu-governor.service",
+    Case("unit disabled", HAND_HOST, "systemctl disable --quiet superpod-cpu-governor.service",
          frozenset({("host_tuning", "Enable the governor unit at boot")})),
-    Case("kernel command line", UNIT_HOST,
+    Case("kernel command line", HAND_HOST,
          "sed -i 's/iommu=pt/iommu=pt debug/' /etc/default/grub.d/60-superpod-host-tuning.cfg",
          frozenset({("host_tuning", "Write the kernel command line drop-in")}),
          stand_in="the bootloader's drop-in: /proc/cmdline in a container is the host's"),
@@ -186,18 +189,19 @@ CMDLINE_CONSEQUENCES = {
     ("hugepages", "Record the command line handed to the bootloader"),
 }
 # Where the full check must name exactly the cases' tasks (and these consequences): nothing else
-# drifted there. su01-node04's many changes restart units and re-execute systemd through the
-# roles' handlers, so there the cases' tasks are a subset (and plain must still equal full).
-EXACT = {GPU_HOST: set(), FILE_HOST: set(), UNIT_HOST: CMDLINE_CONSEQUENCES}
+# drifted there (and nothing at all on the nodes left alone). su01-node04's many changes restart
+# units and re-execute systemd through the roles' handlers, so there the cases' tasks are a subset
+# (and plain must still equal full).
+EXACT = {GPU_HOST: set(), HAND_HOST: CMDLINE_CONSEQUENCES}
 # What `drift --quick` must name on the older test's nodes: (host, path or unit, kind) against the
 # last apply's record; and what the roles read: the effective command line they compute from every
 # grub.d drop-in together.
 QUICK_DRIFT = {
-    (FILE_HOST, "/etc/sysctl.d/60-superpod-host-tuning.conf", "content"),
-    (FILE_HOST, "/etc/security/limits.d/90-superpod-memlock.conf", "missing"),
-    (UNIT_HOST, "superpod-cpu-governor.service", "enabled"),
-    (UNIT_HOST, "/etc/default/grub.d/60-superpod-host-tuning.cfg", "content"),
-    (UNIT_HOST, "Compute the effective kernel command line", "output"),
+    (HAND_HOST, "/etc/sysctl.d/60-superpod-host-tuning.conf", "content"),
+    (HAND_HOST, "/etc/security/limits.d/90-superpod-memlock.conf", "missing"),
+    (HAND_HOST, "superpod-cpu-governor.service", "enabled"),
+    (HAND_HOST, "/etc/default/grub.d/60-superpod-host-tuning.cfg", "content"),
+    (HAND_HOST, "Compute the effective kernel command line", "output"),
 }
 
 
@@ -207,6 +211,10 @@ def names_in(report: dict, host: str) -> set[tuple[str, str]]:
 
 def problems_in(report: dict, host: str) -> str:
     return "\n".join(p.get("message", "") for p in report["hosts"][host].get("problems", []))
+
+
+def untouched(pod: LabPod) -> list[str]:
+    return sorted(set(pod.hosts) - {c.host for c in CASES})
 
 
 def expected_names(host: str) -> set[tuple[str, str]]:
@@ -235,9 +243,9 @@ def check_quick(pod: LabPod) -> None:
     failing = sorted({c.host for c in CASES if c.node_check})
     assert proc.returncode == 2 and report["problem_hosts"] == failing, dump  # node_check failed: an error wins
     assert report["drifted_hosts"] == sorted({c.host for c in CASES if c.tasks} - set(failing)), dump
-    found = {(h, d["what"], d["kind"]) for h, v in report["hosts"].items() for d in v["drift"]
-             if h in (FILE_HOST, UNIT_HOST)}
+    found = {(h, d["what"], d["kind"]) for h, v in report["hosts"].items() for d in v["drift"] if h == HAND_HOST}
     assert found == QUICK_DRIFT, dump
+    assert {h: report["hosts"][h]["status"] for h in untouched(pod)} == dict.fromkeys(untouched(pod), "clean"), dump
 
 
 def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_pod):
@@ -247,7 +255,7 @@ def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_p
         for case in CASES:
             case.inject(pod) if callable(case.inject) else pod.sh(case.host, case.inject)
         check_quick(pod)
-        # the plain drift: through the record check, which sends every drifted node to the check run
+        # the plain drift: the record check skips the untouched node and sends the others to the check run
         plain_proc = timed("corpus_plain_drift_s", pod, "drift", "--json")
         # --full: the check runs on every node whatever its record says, then the fix
         full_proc = timed("corpus_full_drift_and_fix_s", pod, "drift", "--json", "--fix", "--full")
@@ -258,13 +266,15 @@ def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_p
         lost = sum(1 for v in GPU_FAULTS.values() if v is None)
         drifted = sorted({c.host for c in CASES if c.tasks})
         failing = sorted({c.host for c in CASES if c.node_check})
-        assert plain["record_clean_hosts"] == sorted(set(pod.hosts) - {c.host for c in CASES}), dump
+        left_alone = untouched(pod)
+        assert left_alone and plain["record_clean_hosts"] == left_alone, dump
+        assert {h: full["hosts"][h]["status"] for h in left_alone} == dict.fromkeys(left_alone, "clean"), dump
         assert plain["drifted_hosts"] == full["drifted_hosts"] == drifted, dump
         assert plain["problem_hosts"] == full["problem_hosts"] == failing, dump
         for host in pod.hosts:  # plain == full, host by host
             assert plain["hosts"][host]["status"] == full["hosts"][host]["status"], (host, dump)
             assert names_in(plain, host) == names_in(full, host), (host, dump)
-            if host in EXACT:  # nothing beyond what was done there (no false drift)
+            if host in EXACT or host in left_alone:  # nothing beyond what was done there (no false drift)
                 assert names_in(full, host) == expected_names(host), (host, dump)
         for case in CASES:
             for report, label in ((plain, "plain"), (full, "full")):
@@ -277,11 +287,10 @@ def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_p
                     assert text in problems_in(report, case.host), f"{case.kind}: {label} drift lacks {text!r}\n{dump}"
         assert (plain_proc.returncode, plain["exit_code"], full["exit_code"]) == (2, 2, 2)  # an error wins over drift
         # diffs a person can act on: the sysctl line and the kernel parameter
-        node02 = {c["task"]: c["diff"] for c in full["hosts"][FILE_HOST]["changes"]}
-        assert "-kernel.numa_balancing = 1" in node02["Persist the tuning sysctls"]
-        assert "+kernel.numa_balancing = 0" in node02["Persist the tuning sysctls"]
-        node03 = {c["task"]: c["diff"] for c in full["hosts"][UNIT_HOST]["changes"]}
-        assert "iommu=pt debug" in node03["Write the kernel command line drop-in"]
+        by_hand = {c["task"]: c["diff"] for c in full["hosts"][HAND_HOST]["changes"]}
+        assert "-kernel.numa_balancing = 1" in by_hand["Persist the tuning sysctls"]
+        assert "+kernel.numa_balancing = 0" in by_hand["Persist the tuning sysctls"]
+        assert "iommu=pt debug" in by_hand["Write the kernel command line drop-in"]
 
         # the fix: the drifted hosts, their drifted roles (node_check is not one: it owns nothing)
         owned = [c for c in CASES if c.role_owned]
@@ -290,9 +299,9 @@ def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_p
         assert full["fix"] == {"limit": drifted, "tags": roles}, dump
         assert full["fix_exit_code"] == 0 and full_proc.returncode == 2, full_proc.stdout + full_proc.stderr
         assert sorted(tallies_of(pod, "fix")) == drifted  # only the drifted hosts were touched
-        assert pod.sh(UNIT_HOST, "systemctl is-enabled superpod-cpu-governor.service").stdout.strip() == "enabled"
-        assert "kernel.numa_balancing = 0" in pod.sh(FILE_HOST, "cat /etc/sysctl.d/60-superpod-host-tuning.conf").stdout
-        pod.sh(FILE_HOST, "test -s /etc/security/limits.d/90-superpod-memlock.conf")
+        assert pod.sh(HAND_HOST, "systemctl is-enabled superpod-cpu-governor.service").stdout.strip() == "enabled"
+        assert "kernel.numa_balancing = 0" in pod.sh(HAND_HOST, "cat /etc/sysctl.d/60-superpod-host-tuning.conf").stdout
+        pod.sh(HAND_HOST, "test -s /etc/security/limits.d/90-superpod-memlock.conf")
         assert pod.sh(GPU_HOST, "sysctl -n kernel.numa_balancing").stdout.strip() == "0"  # written through the role
         # the fixed hosts and roles check clean (the fix touched nothing else: a whole-pod check
         # would only repeat the one above)
