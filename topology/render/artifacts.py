@@ -8,7 +8,7 @@ from pathlib import Path
 
 from topology.layout.model import Layout
 from topology.render.bom import bom_csv
-from topology.render.inventory import render_inventory
+from topology.render.inventory import iter_inventory
 from topology.render.labels import labels_pieces
 from topology.render.layout_json import layout_json_pieces
 from topology.render.netbox import iter_netbox
@@ -39,7 +39,7 @@ def iter_artifact_pieces(layout: Layout, out_dir: Path, inventory_dir: Path) -> 
     for name, render in TABLES.items():
         yield out_dir / name, render(layout)
     slurm = slurm_plan(layout)  # one build for the inventory's superpod_slurm and the slurm/ files
-    yield from render_inventory(layout, Path(inventory_dir), slurm).items()
+    yield from iter_inventory(layout, Path(inventory_dir), slurm)
     yield from iter_switch_configs(layout, out_dir)
     yield from render_telemetry(layout, out_dir).items()  # telemetry/: scrape targets, rules, dashboard
     yield from iter_netbox(layout, out_dir)  # netbox/: bulk-import CSVs (docs/nautobot.md)

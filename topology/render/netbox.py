@@ -109,35 +109,41 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[s
 def _power_table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[str]]]:
     """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs with their
     plug types; PSU-to-outlet and PDU-to-feed cables. NetBox has no CSV import for device-type
-    components, so ports and outlets are one row per device."""
-    site, p = d.site, d.power
+    components, so ports and outlets are one row per device. The power objects are made when
+    the first power table is read, after the interface and address tables (issue 39: their peak
+    and the power objects, 80 MB at 100k GPUs, were held together)."""
+    site = d.site
     rack_row = {r.name: r.row for r in d.racks}
-    panel_of = {f.name: f.panel for f in p.feeds}
+
+    def feed_cables(p):
+        panel_of = {f.name: f.panel for f in p.feeds}
+        return ((c.device, "dcim.powerport", c.port, site, panel_of[c.feed], "dcim.powerfeed", c.feed, "planned",
+                 c.label, OWNER_TAG) for c in p.cables)
+
     return {
         "15-power-panels.csv": lambda: csv_pieces(["site", "location", "name", "tags"],
-                                    ((site, x.row, x.name, OWNER_TAG) for x in p.panels)),
+                                    ((site, x.row, x.name, OWNER_TAG) for x in d.power.panels)),
         "16-power-feeds.csv": lambda: csv_pieces(
             ["site", "power_panel", "location", "rack", "name", "status", "type", "supply", "phase", "voltage",
              "amperage", "max_utilization", "tags"],
             ((site, f.panel, rack_row[f.rack], f.rack, f.name, "planned", "primary" if f.side == "a" else "redundant",
-              "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in p.feeds),
+              "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in d.power.feeds),
         ),
         "17-power-ports.csv": lambda: csv_pieces(
             ["device", "name", "type", "maximum_draw", "allocated_draw", "tags"],
             ((x.device, x.name, x.type, _blank(x.maximum_draw_w), _blank(x.allocated_draw_w), OWNER_TAG)
-             for x in p.ports)),
+             for x in d.power.ports)),
         "18-power-outlets.csv": lambda: csv_pieces(["device", "name", "type", "power_port", "tags"],
-                                     ((o.device, o.name, o.type, o.power_port, OWNER_TAG) for o in p.outlets)),
+                                     ((o.device, o.name, o.type, o.power_port, OWNER_TAG) for o in d.power.outlets)),
         "19-power-cables.csv": lambda: csv_pieces(  # node PSU -> PDU outlet
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "status",
              "label", "tags"],
             ((c.device, "dcim.powerport", c.port, c.pdu, "dcim.poweroutlet", c.outlet, "planned", c.label, OWNER_TAG)
-             for c in p.psu_cables)),
+             for c in d.power.psu_cables)),
         "20-feed-cables.csv": lambda: csv_pieces(  # PDU input -> power feed: the feed is named by site and panel
             ["side_a_device", "side_a_type", "side_a_name", "side_b_site", "side_b_power_panel", "side_b_type",
              "side_b_name", "status", "label", "tags"],
-            ((c.device, "dcim.powerport", c.port, site, panel_of[c.feed], "dcim.powerfeed", c.feed, "planned", c.label,
-              OWNER_TAG) for c in p.cables)),
+            feed_cables(d.power)),
     }
 
 
