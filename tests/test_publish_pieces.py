@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import weakref
+from pathlib import Path
 
 import pytest
 
@@ -108,3 +109,25 @@ def test_a_kept_mode_survives_a_streamed_rewrite(tmp_path):
     os.chmod(out / "big.csv", 0o640)
     publish({out / "big.csv": pieces(BIG + "more\n", 4096)}, out)
     assert (out / "big.csv").stat().st_mode & 0o777 == 0o640
+
+
+def test_the_plan_hands_its_large_files_over_in_pieces():
+    """The writers cut their files (bench/bench_plan.py's 1k pod: labels.csv, layout.json and the
+    NetBox interfaces are about 1 MB each there, 36-104 MB at 100k GPUs): no piece over 1 MB, the
+    largest files in several, and the pieces join to the whole text iter_artifacts gives (which
+    tests/test_artifact_identity.py holds to the record)."""
+    from tests.artifact_identity import bench_spec
+    from topology.layout.build import build
+    from topology.render.artifacts import iter_artifact_pieces, iter_artifacts
+    from topology.render.pieces import pieces_of
+
+    layout = build(bench_spec("1k"))
+    cut = {path: [p.encode() for p in pieces_of(pieces)]
+           for path, pieces in iter_artifact_pieces(layout, Path("/o"), Path("/i"))}
+    whole = dict(iter_artifacts(layout, Path("/o"), Path("/i")))
+    assert {p: b"".join(c) for p, c in cut.items()} == {p: t.encode() for p, t in whole.items()}
+    largest = max(cut, key=lambda p: len(whole[p]))
+    assert len(whole[largest]) > 1_000_000, "the pod is too small to show the cut"
+    assert max(len(piece) for c in cut.values() for piece in c) < 1_000_000
+    for name in ("labels.csv", "layout.json", "cabling.csv", "netbox/09-interfaces.csv"):
+        assert len(cut[Path("/o") / name]) > 1, name
