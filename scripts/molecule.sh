@@ -43,6 +43,24 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start:" >&2; tail -n 30 /var/log/dockerd.log >&2; exit 2; }
 fi
 
+# Containers' CPU weight. With cgroup v1 and dockerd's cgroupfs driver (this CI machine), every
+# container sits under one /docker cgroup whose cpu.shares (1024) equal one root-cgroup process's:
+# while pytest, the e2e controller and the scenarios' own ansible-playbook processes run in the root
+# cgroup, ALL containers together get one process's CPU. Measured on this machine at load 30-90
+# (27 Nov): the same apt install took 334 s in a container under /docker and 8 s beside it under a
+# cgroup of 16384 shares. The molecule and e2e jobs are the suite's critical path and their work runs
+# in containers: /docker gets the weight of SUPERPOD_CONTAINER_CPU_SHARES/1024 busy processes
+# (0: leave it). With cgroup v2 or the systemd driver containers sit elsewhere: left alone.
+container_shares=${SUPERPOD_CONTAINER_CPU_SHARES:-8192}
+docker_cpu_cgroup=/sys/fs/cgroup/cpu/docker
+if ((container_shares > 0)) && [[ "$(docker info --format '{{.CgroupDriver}} {{.CgroupVersion}}')" == "cgroupfs 1" ]]; then
+  $sudo_cmd mkdir -p "$docker_cpu_cgroup"   # dockerd makes it at its first container otherwise
+  if (( $(cat "$docker_cpu_cgroup/cpu.shares") < container_shares )); then
+    log "containers' CPU weight: /docker cpu.shares $(cat "$docker_cpu_cgroup/cpu.shares") -> $container_shares"
+    echo "$container_shares" | $sudo_cmd tee "$docker_cpu_cgroup/cpu.shares" >/dev/null
+  fi
+fi
+
 # Redfish emulator in its own venv on the system python (where python3-libvirt lives).
 sushy_venv=$root/build/sushy-venv
 sushy_key="sushy-tools>=2.0,<3"
@@ -76,15 +94,17 @@ if (($#)); then
     else for f in roles/"$arg"/molecule/*/molecule.yml; do scenarios+=("$f"); done; fi
   done
 else
-  # The longest scenarios first (apt in several containers), so that none starts last and sets the
-  # total alone; then the rest in name order.
-  # slurm/default: four containers installing Slurm; the only proof of placement across two SUs
-  # (`--switches=1`), which the one-SU e2e lab cannot give (470 s alone at load 13, with dpkg's
-  # unsafe-io in the image and Slurm installed without recommends).
-  long_first=(roles/slurm/molecule/default/molecule.yml roles/acceptance/molecule/default/molecule.yml)
+  # The longest scenarios first, so that none starts last and sets the total alone; then the rest in
+  # name order. By their times in the clean-clone suite at bb13337 (27 Nov, loaded): slurm 1,430 s
+  # (four containers installing Slurm; the only proof of placement across two SUs, `--switches=1`,
+  # which the one-SU e2e lab cannot give), cooling_monitor 1,121 s, nvidia_driver 584 s, acceptance
+  # 342 s, rail_network 333 s; the others 58-253 s (nvidia_driver, in name order, started 42 min in).
+  long_first=(roles/slurm/molecule/default/molecule.yml roles/cooling_monitor/molecule/default/molecule.yml
+              roles/nvidia_driver/molecule/default/molecule.yml roles/acceptance/molecule/default/molecule.yml
+              roles/rail_network/molecule/default/molecule.yml)
   # MOLECULE_SKIP: scenario files (molecule.yml paths) left out of a default run.
   skip=" ${MOLECULE_SKIP-} "
-  for f in "${long_first[@]}"; do [[ -f $f ]] && scenarios+=("$f"); done
+  for f in "${long_first[@]}"; do [[ -f $f && $skip != *" $f "* ]] && scenarios+=("$f"); done
   for f in roles/*/molecule/*/molecule.yml; do
     [[ -f $f && " ${long_first[*]} " != *" $f "* && $skip != *" $f "* ]] && scenarios+=("$f")
   done
