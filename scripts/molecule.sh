@@ -6,6 +6,7 @@
 #      MOLECULE_JOBS (default 2) at a time, one log per scenario under build/molecule-logs/,
 #      a summary line per scenario; exits non-zero if any failed.
 # Usage: scripts/molecule.sh [ROLE[/SCENARIO] ...]   (default: all scenarios)
+# Order and MOLECULE_SKIP: scripts/molecule-scenarios.sh (longest first).
 # Env:   MOLECULE_JOBS=2  MOLECULE_IMAGE (override the image)  MOLECULE_KEEP_LOGS_QUIET=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,28 +88,8 @@ else
 fi
 
 # ---------------------------------------------------------------- 3. scenarios
-scenarios=()
-if (($#)); then
-  for arg in "$@"; do
-    if [[ $arg == */* ]]; then scenarios+=("roles/${arg%%/*}/molecule/${arg#*/}/molecule.yml")
-    else for f in roles/"$arg"/molecule/*/molecule.yml; do scenarios+=("$f"); done; fi
-  done
-else
-  # The longest scenarios first, so that none starts last and sets the total alone; then the rest in
-  # name order. By their times in the clean-clone suite at bb13337 (27 Nov, loaded): slurm 1,430 s
-  # (four containers installing Slurm; the only proof of placement across two SUs, `--switches=1`,
-  # which the one-SU e2e lab cannot give), cooling_monitor 1,121 s, nvidia_driver 584 s, acceptance
-  # 342 s, rail_network 333 s; the others 58-253 s (nvidia_driver, in name order, started 42 min in).
-  long_first=(roles/slurm/molecule/default/molecule.yml roles/cooling_monitor/molecule/default/molecule.yml
-              roles/nvidia_driver/molecule/default/molecule.yml roles/acceptance/molecule/default/molecule.yml
-              roles/rail_network/molecule/default/molecule.yml)
-  # MOLECULE_SKIP: scenario files (molecule.yml paths) left out of a default run.
-  skip=" ${MOLECULE_SKIP-} "
-  for f in "${long_first[@]}"; do [[ -f $f && $skip != *" $f "* ]] && scenarios+=("$f"); done
-  for f in roles/*/molecule/*/molecule.yml; do
-    [[ -f $f && " ${long_first[*]} " != *" $f "* && $skip != *" $f "* ]] && scenarios+=("$f")
-  done
-fi
+scenario_list=$(scripts/molecule-scenarios.sh "$@")
+mapfile -t scenarios < <(printf '%s\n' "$scenario_list" | sed '/^$/d')
 ((${#scenarios[@]})) || { log "no molecule scenarios found"; exit 0; }
 
 run_one() { # roles/R/molecule/S/molecule.yml -> writes $logdir/R-S.{log,result}
