@@ -44,23 +44,8 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start:" >&2; tail -n 30 /var/log/dockerd.log >&2; exit 2; }
 fi
 
-# Containers' CPU weight. With cgroup v1 and dockerd's cgroupfs driver (this CI machine), every
-# container sits under one /docker cgroup whose cpu.shares (1024) equal one root-cgroup process's:
-# while pytest, the e2e controller and the scenarios' own ansible-playbook processes run in the root
-# cgroup, ALL containers together get one process's CPU. Measured on this machine at load 30-90
-# (27 Nov): the same apt install took 334 s in a container under /docker and 8 s beside it under a
-# cgroup of 16384 shares. The molecule and e2e jobs are the suite's critical path and their work runs
-# in containers: /docker gets the weight of SUPERPOD_CONTAINER_CPU_SHARES/1024 busy processes
-# (0: leave it). With cgroup v2 or the systemd driver containers sit elsewhere: left alone.
-container_shares=${SUPERPOD_CONTAINER_CPU_SHARES:-8192}
-docker_cpu_cgroup=/sys/fs/cgroup/cpu/docker
-if ((container_shares > 0)) && [[ "$(docker info --format '{{.CgroupDriver}} {{.CgroupVersion}}')" == "cgroupfs 1" ]]; then
-  $sudo_cmd mkdir -p "$docker_cpu_cgroup"   # dockerd makes it at its first container otherwise
-  if (( $(cat "$docker_cpu_cgroup/cpu.shares") < container_shares )); then
-    log "containers' CPU weight: /docker cpu.shares $(cat "$docker_cpu_cgroup/cpu.shares") -> $container_shares"
-    echo "$container_shares" | $sudo_cmd tee "$docker_cpu_cgroup/cpu.shares" >/dev/null
-  fi
-fi
+# Containers' CPU weight: on cgroup v1 all containers had one process's CPU share (see the script).
+weight=$(scripts/container-cpu-weight.sh); [[ -z $weight ]] || log "$weight"
 
 # Redfish emulator in its own venv on the system python (where python3-libvirt lives).
 sushy_venv=$root/build/sushy-venv
