@@ -6,6 +6,7 @@
 #      MOLECULE_JOBS (default 2) at a time, one log per scenario under build/molecule-logs/,
 #      a summary line per scenario; exits non-zero if any failed.
 # Usage: scripts/molecule.sh [ROLE[/SCENARIO] ...]   (default: all scenarios)
+# Order and MOLECULE_SKIP: scripts/molecule-scenarios.sh (longest first).
 # Env:   MOLECULE_JOBS=2  MOLECULE_IMAGE (override the image)  MOLECULE_KEEP_LOGS_QUIET=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -43,6 +44,9 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "dockerd did not start:" >&2; tail -n 30 /var/log/dockerd.log >&2; exit 2; }
 fi
 
+# Containers' CPU weight: on cgroup v1 all containers had one process's CPU share (see the script).
+weight=$(scripts/container-cpu-weight.sh); [[ -z $weight ]] || log "$weight"
+
 # Redfish emulator in its own venv on the system python (where python3-libvirt lives).
 sushy_venv=$root/build/sushy-venv
 sushy_key="sushy-tools>=2.0,<3"
@@ -69,26 +73,8 @@ else
 fi
 
 # ---------------------------------------------------------------- 3. scenarios
-scenarios=()
-if (($#)); then
-  for arg in "$@"; do
-    if [[ $arg == */* ]]; then scenarios+=("roles/${arg%%/*}/molecule/${arg#*/}/molecule.yml")
-    else for f in roles/"$arg"/molecule/*/molecule.yml; do scenarios+=("$f"); done; fi
-  done
-else
-  # The longest scenarios first (apt in several containers), so that none starts last and sets the
-  # total alone; then the rest in name order.
-  # slurm/default: four containers installing Slurm; the only proof of placement across two SUs
-  # (`--switches=1`), which the one-SU e2e lab cannot give (470 s alone at load 13, with dpkg's
-  # unsafe-io in the image and Slurm installed without recommends).
-  long_first=(roles/slurm/molecule/default/molecule.yml roles/acceptance/molecule/default/molecule.yml)
-  # MOLECULE_SKIP: scenario files (molecule.yml paths) left out of a default run.
-  skip=" ${MOLECULE_SKIP-} "
-  for f in "${long_first[@]}"; do [[ -f $f ]] && scenarios+=("$f"); done
-  for f in roles/*/molecule/*/molecule.yml; do
-    [[ -f $f && " ${long_first[*]} " != *" $f "* && $skip != *" $f "* ]] && scenarios+=("$f")
-  done
-fi
+scenario_list=$(scripts/molecule-scenarios.sh "$@")
+mapfile -t scenarios < <(printf '%s\n' "$scenario_list" | sed '/^$/d')
 ((${#scenarios[@]})) || { log "no molecule scenarios found"; exit 0; }
 
 run_one() { # roles/R/molecule/S/molecule.yml -> writes $logdir/R-S.{log,result}
