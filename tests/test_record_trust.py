@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import ROOT
+from tests.conftest import ANSIBLE_STRATEGY_LINES, ROOT
 from topology.cli import app
 from topology.operate import converged, inputs, manifest, record_key, trusted_record
 from topology.operate.runs import RunRequest
@@ -56,7 +56,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         "      superpod_gpu_count: 8\n      superpod_gpu_model: h100-sxm5-80gb\n      nvidia_driver_branch: '535'\n"
         "      node_check_require_rail_links: false\n      node_check_host_kernel_checks: false\n"
         "      node_check_rail_lldp: 'off'\n")
-    (project / "ansible.cfg").write_text("[defaults]\ngathering = smart\n")
+    (project / "ansible.cfg").write_text(f"[defaults]\ngathering = smart\n{ANSIBLE_STRATEGY_LINES}")
     (project / "site.yml").write_text(f"""
 - hosts: all
   gather_facts: true  # as site.yml's first play: node_check reads these facts
