@@ -1,8 +1,8 @@
 """Plan CPU time and peak memory for 1k, 8k, 32k and 100k GPUs (build + streamed render, no disk).
 
 Each case runs in a child process of its own, so its peak RSS is its own: the layout is built,
-then every artifact is rendered one at a time as `superpod plan` streams them into the new
-generation (topology/render/artifacts.py iter_artifacts), each dropped once counted.
+then every artifact is rendered one at a time, in pieces, as `superpod plan` streams them into the
+new generation (topology/render/artifacts.py iter_artifact_pieces), each piece dropped once counted.
 Run: .venv/bin/python bench/bench_plan.py [--repeat N] [label ...]
 --repeat N runs each case N times, each in a fresh process, and prints the run with the least CPU
 (a shared VM's CPU speed swings by a fifth between runs; the least is the code's own cost).
@@ -25,7 +25,8 @@ from bench.fresh_runs import least_cpu, load_line, repeat_and_names  # noqa: E40
 from topology.errors import SpecError  # noqa: E402
 from topology.gc_tuning import collector_paused  # noqa: E402
 from topology.layout.build import build  # noqa: E402
-from topology.render.artifacts import iter_artifacts  # noqa: E402
+from topology.render.artifacts import iter_artifact_pieces  # noqa: E402
+from topology.render.pieces import pieces_of  # noqa: E402
 from topology.spec import parse  # noqa: E402
 
 
@@ -78,8 +79,9 @@ def one(label: str) -> dict:
             return {"label": label, "refused": str(e)}
         c1 = _cpu()
         sizes: dict[str, int] = {}
-        for path, text in iter_artifacts(layout, Path("/nonexistent/out"), Path("/nonexistent/inv")):
-            sizes[artifact(path)] = sizes.get(artifact(path), 0) + len(text.encode())
+        for path, pieces in iter_artifact_pieces(layout, Path("/nonexistent/out"), Path("/nonexistent/inv")):
+            size = sum(len(piece.encode()) for piece in pieces_of(pieces))  # encoded as publish writes it
+            sizes[artifact(path)] = sizes.get(artifact(path), 0) + size
         c2, t2 = _cpu(), time.perf_counter()
     return {"label": label, "gpus": layout.facts["gpus"], "tiers": layout.facts["tiers"],
             "devices": len(layout.devices), "cables": len(layout.links), "build_cpu": c1 - c0,

@@ -44,6 +44,9 @@ VARIANTS = {
     "lab-compute-sonic-only": ("lab", {"compute_fabric": SONIC}),
     "roce-1k-storage-and-oob-sonic": ("roce-1k", {"storage_fabric": SONIC, "management": {"oob": SONIC}}),
     "roce-1k-per-leaf-rails": ("roce-1k", _with(ALL_SONIC, {"addressing": {"rail_mode": "per_leaf"}})),
+    "lab-per-leaf-rail-pods": ("lab", _with(ALL_SONIC, {"addressing": {"rail_mode": "per_leaf",
+                                                                       "rail_pods": "100.104.0.0/16"}})),
+    "lab-p2p-rail-pods": ("lab", _with(ALL_SONIC, {"addressing": {"rail_pods": "100.104.0.0/16"}})),
     "lab-storage-on-inband-bond": ("lab", _with(ALL_SONIC, {"storage_fabric": {"node_ports": "inband_bond"}})),
     "lab-site-asn-and-routes": ("lab", _with(ALL_SONIC, {"addressing": {
         "border_asn": 65010, "site_routes": ["10.0.0.0/8", "172.16.0.0/12"]}})),

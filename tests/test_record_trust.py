@@ -56,7 +56,9 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         "      superpod_gpu_count: 8\n      superpod_gpu_model: h100-sxm5-80gb\n      nvidia_driver_branch: '535'\n"
         "      node_check_require_rail_links: false\n      node_check_host_kernel_checks: false\n"
         "      node_check_rail_lldp: 'off'\n")
-    (project / "ansible.cfg").write_text(f"[defaults]\ngathering = smart\n{ANSIBLE_STRATEGY_LINES}")
+    # the repository's shared action (ansible.cfg's action_plugins): node_check's superpod_plan_mismatch
+    (project / "ansible.cfg").write_text(f"[defaults]\ngathering = smart\naction_plugins = {ROOT / 'action_plugins'}\n"
+                                         f"{ANSIBLE_STRATEGY_LINES}")
     (project / "site.yml").write_text(f"""
 - hosts: all
   gather_facts: true  # as site.yml's first play: node_check reads these facts
@@ -100,12 +102,16 @@ def test_a_lost_gpu_is_never_clean_by_the_record_plain_and_full_agree(tmp_path):
     _gpus(managed / "gpus.csv", lost=(3,), persistence_off=(0,))  # GPU 3 fell off the bus, GPU 0 persistence off
     plain_code, plain = _drift(project)
     full_code, full = _drift(project, "--full")
-    assert (plain_code, full_code) == (2, 2), (plain, full)  # node_check failed: an error, as in the full check
+    # node_check's mismatches: drift naming each (issue 33), in the plain path as in the full check
+    assert (plain_code, full_code) == (1, 1), (plain, full)
     assert plain["record_clean_hosts"] == [] and plain["hosts"]["localhost"]["checked"] == "full"
     for report in (plain, full):
-        (problem,) = report["hosts"]["localhost"]["problems"]
-        assert "gpu count (expected 8, actual 7" in problem["message"]
-        assert "persistence mode (expected Enabled on all, actual Disabled on GPU 0)" in problem["message"]
+        host = report["hosts"]["localhost"]
+        assert host["status"] == "drift" and host["problems"] == [], host
+        assert sum(m.startswith("gpu count (expected 8, actual 7") for m in host["plan_mismatches"]) == 1, host
+        assert any("persistence mode (expected Enabled on all, actual Disabled on GPU 0)" in m
+                   for m in host["plan_mismatches"]), host
+    assert plain["hosts"]["localhost"]["plan_mismatches"] == full["hosts"]["localhost"]["plan_mismatches"]
     again = _cli("apply", *_base(project))
     assert again.exit_code == 1 and SKIPPED not in again.output, again.output  # runs in full, and fails
 

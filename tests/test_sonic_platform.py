@@ -38,6 +38,8 @@ VARIANTS = {
     "lab": ("lab", ALL),
     "lab-unnumbered": ("lab", ALL | {"compute_fabric": SONIC | {"bgp_peering": "unnumbered"}}),
     "lab-per-leaf": ("lab", ALL | {"addressing": {"rail_mode": "per_leaf"}}),
+    "lab-per-leaf-rail-pods": ("lab", ALL | {"addressing": {"rail_mode": "per_leaf", "rail_pods": "100.104.0.0/16"}}),
+    "lab-p2p-rail-pods": ("lab", ALL | {"addressing": {"rail_pods": "100.104.0.0/16"}}),
     "lab-inband-bond": ("lab", ALL | {"storage_fabric": SONIC | {"node_ports": "inband_bond"}}),
     "lab-sn5600": ("lab", ALL | {"compute_fabric": SONIC | {"switch_model": "sn5600"},
                                  "storage_fabric": SONIC | {"switch_model": "sn5600"}}),

@@ -191,7 +191,7 @@ class Progress:
 def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Path | None, report: bool,
                allow_moves: bool = False) -> dict:
     """Builds the layout and writes its artifacts (and the report): what a plan wrote, for its summary."""
-    from topology.render.artifacts import iter_artifacts
+    from topology.render.artifacts import iter_artifact_pieces
     from topology.render.files import publish
     from topology.render.inventory import OVERRIDES
 
@@ -208,8 +208,8 @@ def write_plan(stack: str | None, spec: Path | None, project_dir: Path, out: Pat
             except SpecError as e:
                 fail(e)
 
-        def files():  # rendered one at a time as publish writes them: the set is never all in memory
-            for item in iter_artifacts(layout, out_dir, inventory_dir):
+        def files():  # rendered one at a time, in pieces, as publish writes them: never all in memory
+            for item in iter_artifact_pieces(layout, out_dir, inventory_dir):
                 count[0] += 1
                 if count[0] % 64 == 1:
                     progress.step(f"{name}: rendering and writing files ({count[0]} so far)")

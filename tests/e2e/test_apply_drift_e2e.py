@@ -8,12 +8,14 @@ agent's PyPI install and PDU/CDU endpoints in a container; the agent has its own
 
 The steps share the session's lab pod (tests/e2e/conftest.py, reached over SSH) and run in
 order: first apply, no-op apply of every task (--full: changed=0), a plain apply and a plain
-drift that skip every node (converged, its record clean), hand-made drift on two nodes -> a plain
-drift that checks only those two, then one whole-pod `drift --fix --full` whose check names
-exactly those hosts and tasks (exit code 1 in its report) and
-finds the two untouched nodes clean, and whose fix restores them; a drift check of the fixed
-hosts and roles is clean; last (it breaks the pod, then restarts the node), a node killed in the
-middle of an apply: the others finish and the report names it. Timings go to build/e2e-timings.json.
+drift that skip every node (converged, its record clean), a quick drift that finds them clean;
+last (it breaks the pod, then restarts the node), a node killed in the middle of an apply: the
+others finish and the report names it. Timings go to build/e2e-timings.json.
+
+Hand-made drift (a sysctl file, a deleted limits file, a disabled unit, a kernel command line
+drop-in on two nodes: drift --quick, plain drift and drift --fix --full name exactly those, the
+fix restores them) is in the drift corpus (test_drift_corpus_e2e.py), in its one injection
+round: one check of the pod for both.
 """
 
 from __future__ import annotations
@@ -34,39 +36,6 @@ from topology.operate.events import host_tallies, load_events
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
 
 LIMIT = "gpu_nodes"
-
-# Hand-made drift: (what is done in the container, the (role, task) drift must report).
-DRIFT = {
-    "su01-node02": [
-        ("sed -i 's/= 0/= 1/' /etc/sysctl.d/60-superpod-host-tuning.conf",  # a sysctl changed while debugging
-         ("host_tuning", "Persist the tuning sysctls")),
-        ("rm /etc/security/limits.d/90-superpod-memlock.conf",  # a deleted config file
-         ("hugepages", "Set the PAM locked-memory limits")),
-    ],
-    "su01-node03": [
-        ("systemctl disable --quiet superpod-cpu-governor.service",  # a unit disabled by hand
-         ("host_tuning", "Enable the governor unit at boot")),
-        ("sed -i 's/iommu=pt/iommu=pt debug/' /etc/default/grub.d/60-superpod-host-tuning.cfg",  # kernel cmdline file
-         ("host_tuning", "Write the kernel command line drop-in")),
-    ],
-}
-# What `drift --quick` must name for DRIFT: (host, path or unit, kind) against the last apply's record.
-QUICK_DRIFT = {
-    ("su01-node02", "/etc/sysctl.d/60-superpod-host-tuning.conf", "content"),
-    ("su01-node02", "/etc/security/limits.d/90-superpod-memlock.conf", "missing"),
-    ("su01-node03", "superpod-cpu-governor.service", "enabled"),
-    ("su01-node03", "/etc/default/grub.d/60-superpod-host-tuning.cfg", "content"),
-    # and what the roles read: the effective command line they compute from every grub.d drop-in
-    ("su01-node03", "Compute the effective kernel command line", "output"),
-}
-# Tasks that follow from a drifted kernel command line file: the effective command line (all
-# grub.d drop-ins together) differs from the one each role last handed to the bootloader, so
-# both roles would regenerate it and record the new one. (The regeneration is a command task:
-# skipped in check mode; the record is a file both roles would rewrite, and drift shows it.)
-CMDLINE_CONSEQUENCES = {
-    ("host_tuning", "Record the command line handed to the bootloader"),
-    ("hugepages", "Record the command line handed to the bootloader"),
-}
 
 
 @pytest.fixture
@@ -157,69 +126,6 @@ def test_quick_drift_after_the_noop_apply_is_clean(pod):
     assert {h: v["status"] for h, v in report["hosts"].items()} == dict.fromkeys(pod.hosts, "clean")
     record = json.loads((pod.runs_dir / pod.stack / "manifest" / "su01-node01.json").read_text())
     assert len(record) > 50 and any(e.get("unit") for e in record)  # the roles' files and units, not a token few
-
-
-def test_drift_names_exactly_the_changed_hosts_and_tasks_and_fix_restores_them(pod):
-    """One `drift --fix`: the check run reports the hand-made drift (as `drift` alone would), then
-    the fix run re-applies only the drifted hosts' drifted roles. The check covers the whole pod,
-    so it is also the no-false-drift proof: the hosts left alone must be clean and the drifted
-    ones must show nothing beyond what was done to them (a separate whole-pod check of the
-    untouched pod would repeat this run; the scoped check after the fix proves a clean exit 0)."""
-    for host, changes in DRIFT.items():
-        for script, _ in changes:
-            pod.sh(host, script)
-    quick = timed("quick_drift_found_s", pod, "drift", "--quick", "--json")  # first the quick check: names them
-    quick_report = drift_json(quick)
-    assert quick.returncode == 1 and quick_report["drifted_hosts"] == sorted(DRIFT), json.dumps(quick_report, indent=1)
-    found = {(h, d["what"], d["kind"]) for h, v in quick_report["hosts"].items() for d in v["drift"]}
-    assert found == QUICK_DRIFT, json.dumps(quick_report, indent=1)
-    # the plain drift: the record check names the two nodes, and only they get the check run
-    plain = timed("drift_found_fast_s", pod, "drift", "--json")
-    plain_report = drift_json(plain)
-    assert plain.returncode == 1 and plain_report["drifted_hosts"] == sorted(DRIFT), json.dumps(plain_report, indent=1)
-    assert plain_report["record_clean_hosts"] == sorted(set(pod.hosts) - set(DRIFT))
-    plain_found = {h: {(c["role"], c["task"]) for c in v["changes"]} for h, v in plain_report["hosts"].items()
-                   if v["checked"] == "full"}
-    assert plain_found == {h: {task for _, task in DRIFT[h]} | (CMDLINE_CONSEQUENCES if h == "su01-node03" else set())
-                           for h in DRIFT}
-    # --full: the check runs on every node (the untouched ones too: no false drift), then the fix
-    proc = timed("drift_check_and_fix_s", pod, "drift", "--json", "--fix", "--full")
-    report = drift_json(proc)
-    assert report["exit_code"] == 1, json.dumps(report, indent=1)  # what `drift` alone exits with
-    assert report["drifted_hosts"] == sorted(DRIFT) and report["problem_hosts"] == []
-    untouched = sorted(set(pod.hosts) - set(DRIFT))
-    assert untouched and {h: report["hosts"][h]["status"] for h in untouched} == dict.fromkeys(untouched, "clean")
-    for host in pod.hosts:
-        reported = {(c["role"], c["task"]) for c in report["hosts"][host]["changes"]}
-        expected = {task for _, task in DRIFT.get(host, [])}
-        if host == "su01-node03":
-            expected |= CMDLINE_CONSEQUENCES
-        assert reported == expected, f"{host}: reported {sorted(reported)}"
-    # diffs a person can act on: the sysctl line and the kernel parameter
-    node02 = {c["task"]: c["diff"] for c in report["hosts"]["su01-node02"]["changes"]}
-    assert "-kernel.numa_balancing = 1" in node02["Persist the tuning sysctls"]
-    assert "+kernel.numa_balancing = 0" in node02["Persist the tuning sysctls"]
-    node03 = {c["task"]: c["diff"] for c in report["hosts"]["su01-node03"]["changes"]}
-    assert "iommu=pt debug" in node03["Write the kernel command line drop-in"]
-    assert report["fix"] == {"limit": sorted(DRIFT), "tags": ["host_tuning", "hugepages"]}
-    # the fix
-    assert proc.returncode == 0 and report["fix_exit_code"] == 0, proc.stdout + proc.stderr
-    fixed = tallies_of(pod, "fix")
-    assert sorted(fixed) == sorted(DRIFT)  # only the drifted hosts were touched
-    assert pod.sh("su01-node03", "systemctl is-enabled superpod-cpu-governor.service").stdout.strip() == "enabled"
-    assert "kernel.numa_balancing = 0" in pod.sh("su01-node02", "cat /etc/sysctl.d/60-superpod-host-tuning.conf").stdout
-    pod.sh("su01-node02", "test -s /etc/security/limits.d/90-superpod-memlock.conf")
-
-
-def test_drift_after_fix_is_clean(pod):
-    """The fixed hosts and roles check clean (the fix touched nothing else, so a check of the
-    whole pod would only repeat the clean drift above)."""
-    proc = timed("drift_check_after_fix_s", pod, "drift", "--json", "--limit", ",".join(sorted(DRIFT)),
-                 "--tags", "host_tuning,hugepages")
-    report = drift_json(proc)
-    assert proc.returncode == 0, json.dumps(report, indent=1)
-    assert report["drifted_hosts"] == [] and report["problem_hosts"] == []
-    assert {h: v["status"] for h, v in report["hosts"].items()} == dict.fromkeys(sorted(DRIFT), "clean")
 
 
 @pytest.mark.breaks_pod

@@ -233,30 +233,36 @@ def test_ansible_run_is_opt_in_and_follows_inventory_and_roles(tmp_path):
 
 def test_the_program_holds_no_rendered_file_after_hashing_it(monkeypatch):
     """The program keeps each file's hash and size, never the set of contents (issue 39: 0.8 GB
-    of text at 100k GPUs): by the time the renderer makes a file, every file before the last
-    is gone. Each content is handed over as a str subclass, which can be weakly referenced."""
+    of text at 100k GPUs), nor a large file whole: by the time the renderer makes a piece of a
+    file, every piece before the last is gone. Each piece is handed over as a str subclass,
+    which can be weakly referenced."""
     import weakref
 
     from topology.pulumi import artifacts as pulumi_artifacts
     from topology.render import artifacts as render_artifacts
+    from topology.render.pieces import pieces_of
 
     class Tracked(str):
         pass
 
     alive: list[int] = []
     refs: list[weakref.ref] = []
-    real = render_artifacts.iter_artifacts
+    real = render_artifacts.iter_artifact_pieces
 
-    def watched(*args, **kwargs):
-        for path, content in real(*args, **kwargs):
+    def tracked_pieces(pieces):
+        for piece in pieces_of(pieces):
             alive.append(sum(r() is not None for r in refs[:-1]))  # the last may still be in the caller's hands
-            tracked = Tracked(content)
+            tracked = Tracked(piece)
             refs.append(weakref.ref(tracked))
-            del content
-            yield path, tracked
+            del piece
+            yield tracked
             del tracked
 
-    monkeypatch.setattr(render_artifacts, "iter_artifacts", watched)
+    def watched(*args, **kwargs):
+        for path, pieces in real(*args, **kwargs):
+            yield path, tracked_pieces(pieces)
+
+    monkeypatch.setattr(render_artifacts, "iter_artifact_pieces", watched)
     pulumi_artifacts._rendered.clear()
     run_program("lab", ROOT)
     assert len(refs) > 10, "the program rendered nothing"

@@ -47,7 +47,8 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
     # third-party strategies are deprecated is left out of the stderr a failure shows
     strategy = ANSIBLE_STRATEGY_LINES if mitogen else ""
     (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\nlibrary = {tmp / 'library'}\n"
-                                     f"filter_plugins = {ROOT / 'filter_plugins'}\n{strategy}"
+                                     f"filter_plugins = {ROOT / 'filter_plugins'}\n"
+                                     f"action_plugins = {ROOT / 'action_plugins'}\n{strategy}"
                                      "deprecation_warnings = false\n")
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8")

@@ -95,6 +95,11 @@ def plan(
         by_tier.setdefault(link.tier, []).append(link)
     nodes_max = spec.max_su * spec.nodes_per_su
 
+    if spec.addressing.rail_pods is not None and not routed:
+        raise SpecError("addressing.rail_pods", "pod prefixes are planned on RoCE rails (this pod: "
+                        f"compute_fabric.kind {cf.kind}: an IPoIB rail is one subnet for the whole pod already); "
+                        "unset rail_pods")
+
     # Rails: a /31 per GPU NIC (leaf .0, NIC .1), or one subnet per rail leaf; IPoIB per rail.
     if routed and spec.addressing.rail_mode == "p2p":
         # Each leaf's /31s form one aligned block (a power of two of them), so the leaf announces
@@ -107,6 +112,8 @@ def plan(
             base, net = pool.subnet(leaf_slot[lk.b_device] * block + node_in_su)
             add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "rails", int_to_str(base + 1)))
             add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "rails", int_to_str(base)))
+        if spec.addressing.rail_pods is not None:
+            out += rail_pod_prefixes(spec, sz, by_tier.get("node-leaf", ()), out)
     elif routed or spec.addressing.ipoib:
         per_leaf = routed
         groups = spec.max_su * sz.rails if per_leaf else sz.rails
@@ -124,6 +131,8 @@ def plan(
             if per_leaf and lk.b_device not in gateways_done:
                 gateways_done.add(lk.b_device)
                 add(Address(lk.b_device, f"vlan{100 + rail}", f"{gw}/{plen}", net, "rails"))
+        if per_leaf and spec.addressing.rail_pods is not None:
+            out += rail_pod_prefixes(spec, sz, by_tier.get("node-leaf", ()), out)
 
     # Switch-to-switch /31s, one region per tier sized for the end state; the in-band uplinks always route.
     regions = []
@@ -251,6 +260,43 @@ def plan(
             f"{a.asn_last - a.asn_first + 1} ASNs; the end state needs {nxt - a.asn_first}",
         )
     return out, asns + oob + inband
+
+
+def rail_pod_prefixes(spec: PodSpec, sz: ComputeSizing, node_leaf: list[Link], rails: list[Address]) -> list[Address]:
+    """Per GPU NIC a routed prefix for its pods: the leaf holds its first address beside the NIC's own
+    link (per_leaf: on the rail SVI with the subnet's gateway; p2p: on the port with the /31) and
+    originates it; nv-ipam hands the rest to the node's pods (roles/gpu_operator). Positional: a
+    rail's prefixes form one aligned block (the rail's aggregate, what pods route to), a leaf's one
+    aligned block inside it (what it announces). The address's peer is the node's rail address,
+    naming the NIC the prefix belongs to."""
+    plen = spec.addressing.rail_pod_prefix
+    per_leaf, per_rail = _rail_pod_blocks(spec)
+    pool = Pool(spec, "rail_pods", plen, sz.rails * per_rail)
+    node_address = {(a.device, a.interface): a.address.split("/")[0] for a in rails if a.pool == "rails"}
+    out = []
+    for lk in node_leaf:
+        node_slot, rail = divmod(lk.slot, sz.rails)
+        su0, n0 = divmod(node_slot, spec.nodes_per_su)
+        base, net = pool.subnet(rail * per_rail + su0 * per_leaf + n0)
+        interface = f"vlan{100 + rail}" if spec.addressing.rail_mode == "per_leaf" else lk.b_port
+        out.append(Address(lk.b_device, interface, f"{int_to_str(base + 1)}/{plen}", net, "rail_pods",
+                           node_address[(lk.a_device, lk.a_port)]))
+    return out
+
+
+def _rail_pod_blocks(spec: PodSpec) -> tuple[int, int]:
+    """Pod prefixes per leaf block and per rail block (powers of two: each block one aligned CIDR)."""
+    per_leaf = 2 ** ceil(log2(spec.nodes_per_su))
+    return per_leaf, 2 ** ceil(log2(spec.max_su * per_leaf))
+
+
+def rail_pod_aggregate(spec: PodSpec, rail: int) -> str:
+    """The block holding every pod prefix of a rail in the end state: what the rail's pods route
+    to, the same for the pod's whole life (growth fills it, never moves it)."""
+    _, per_rail = _rail_pod_blocks(spec)
+    size = per_rail * 2 ** (32 - spec.addressing.rail_pod_prefix)
+    first = int(netaddr.IPNetwork(spec.addressing.rail_pods).first) + rail * size
+    return f"{int_to_str(first)}/{32 - int(log2(size))}"
 
 
 def _ipoib_storage(spec: PodSpec, ppn: int, by_tier: dict[str, list[Link]]) -> list[Address]:

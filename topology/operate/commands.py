@@ -84,7 +84,8 @@ def _skip_converged(req: RunRequest, digest: str, console: Console, progress: bo
     found = manifest.quick_results(outcome.events)
     in_scope = {(e.get("event_data") or {}).get("host") for e in outcome.events
                 if str(e.get("event", "")).startswith("runner_on_")} - {None}
-    if outcome.rc != 0 and not found.problems:  # ansible itself failed: decide nothing from it
+    # ansible itself failed (no host's failure explains its exit code): decide nothing from it
+    if outcome.rc != 0 and not host_problems(outcome.events):
         return None
     clean = sorted(h for h in entries if found.clean(h))
     if not clean:
@@ -253,7 +254,9 @@ def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progre
     drift, problems = found.drift, found.problems
     hosts = sorted(set(drift) | set(problems))
     drifted = sorted(h for h in drift if drift[h] and h not in problems)
-    code = EXIT_ERROR if problems or not hosts or outcome.rc != 0 else (EXIT_FAILED if drifted else EXIT_OK)
+    # a node_check mismatch fails its task in the record check (rc 2) and is drift, named in `drift`
+    ansible_failed = outcome.rc != 0 and not host_problems(outcome.events)
+    code = EXIT_ERROR if problems or not hosts or ansible_failed else (EXIT_FAILED if drifted else EXIT_OK)
     if as_json:
         print(json.dumps({
             "hosts": {h: {"status": "error" if h in problems else ("drift" if drift[h] else "clean"),

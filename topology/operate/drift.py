@@ -36,6 +36,11 @@ class DriftReport:
     def drifted_hosts(self) -> list[str]:
         return sorted({c.host for c in self.changes})
 
+    def mismatches(self, host: str) -> list[str]:
+        """The named items in which the host differs from its plan (node_check's, a planned link
+        missing): drift that no apply fixes, reported as such."""
+        return [item for c in self.changes if c.host == host for item in c.mismatches]
+
     @property
     def problem_hosts(self) -> list[str]:
         return sorted({p.host for p in self.problems})
@@ -49,7 +54,9 @@ class DriftReport:
     @property
     def exit_code(self) -> int:
         """0 clean, 1 drift, 2 errors (a host failed or was unreachable, or ansible itself failed):
-        an error wins, since an unreachable host's drift is unknown."""
+        an error wins, since an unreachable host's drift is unknown. A node that differs from its
+        plan (superpod_plan_mismatch: a GPU lost, a planned link missing) is drift, not an error:
+        under --check the roles report it as a change and go on checking the host."""
         if self.errors or self.problems:
             return EXIT_ERROR
         return EXIT_DRIFT if self.changes else EXIT_CLEAN
@@ -59,15 +66,18 @@ class DriftReport:
         Only drifted roles are re-run when every drifted task belongs to a role (site.yml tags
         each role with its name); a task outside any role cannot be targeted by a tag, so then
         the drifted hosts get the whole playbook."""
-        roles = {c.role for c in self.changes}
+        fixable = [c for c in self.changes if not c.mismatches]  # apply cannot add a GPU or a NIC
+        hosts = sorted({c.host for c in fixable})
+        roles = {c.role for c in fixable}
         if None in roles:
-            return self.drifted_hosts, None
-        return self.drifted_hosts, sorted(roles)  # type: ignore[arg-type]
+            return hosts, None
+        return hosts, sorted(roles)  # type: ignore[arg-type]
 
     def as_json(self) -> dict:
         hosts = {}
         for host in self.record_clean:
-            hosts[host] = {"status": "clean", "checked": "record", "changes": [], "problems": [], "recap": None}
+            hosts[host] = {"status": "clean", "checked": "record", "changes": [], "plan_mismatches": [], "problems": [],
+                           "recap": None}
         for host in sorted(set(self.tallies) | {c.host for c in self.changes} | set(self.problem_hosts)):
             tally = self.tallies.get(host)
             hosts[host] = {
@@ -78,6 +88,7 @@ class DriftReport:
                 "changes": [
                     {k: v for k, v in c.as_dict().items() if k != "host"} for c in self.changes if c.host == host
                 ],
+                "plan_mismatches": self.mismatches(host),
                 "problems": [{"kind": p.kind, "task": p.task, "role": p.role, "message": p.message}
                              for p in self.problems if p.host == host],
                 "recap": None if tally is None else {

@@ -48,6 +48,8 @@ class HostProblem:
     task: str
     role: str | None
     message: str
+    # a superpod_plan_mismatch that failed (apply, the record check): the node differs from its plan
+    mismatches: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,9 @@ class TaskChange:
     diff: str
     hidden: bool  # no_log: Ansible censored the result, so no diff can be shown
     note: str = ""  # the module's message when it gives no diff (e.g. what a debug task says would change)
+    # the node differs from its plan (superpod_plan_mismatch under --check): one named item each;
+    # hardware or cabling, which no apply can change
+    mismatches: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -84,6 +89,17 @@ def host_tallies(events: Iterable[dict]) -> dict[str, HostTally]:
             "skipped": "skipped", "rescued": "rescued", "ignored": "ignored"}
     hosts = sorted({h for k in keys.values() for h in (stats.get(k) or {})} | set(stats.get("processed") or {}))
     return {h: HostTally(h, **{f: int((stats.get(k) or {}).get(h, 0)) for f, k in keys.items()}) for h in hosts}
+
+
+# Where a role's superpod_plan_mismatch (action_plugins/) puts the mismatches it names: a changed
+# result under --check (drift), a failed one otherwise (apply, the record check).
+PLAN_MISMATCH = "plan_mismatch"
+
+
+def plan_mismatches(res: dict) -> tuple[str, ...]:
+    """The named mismatches a result carries (none for any other task)."""
+    items = res.get(PLAN_MISMATCH)
+    return tuple(str(i) for i in items) if isinstance(items, list) else ()
 
 
 # A task's own message is what names the failure (node_check lists every mismatch in it): kept
@@ -118,6 +134,7 @@ def host_problems(events: Iterable[dict]) -> list[HostProblem]:
                 task=data.get("task", ""),
                 role=data.get("role") or None,
                 message=_message(data.get("res") or {}),
+                mismatches=plan_mismatches(data.get("res") or {}),
             ))
     return out
 
@@ -193,6 +210,7 @@ def changed_tasks(events: Iterable[dict]) -> list[TaskChange]:
             diff="" if "censored" in res else _result_diff(res),
             hidden="censored" in res,
             note="" if "censored" in res else _note(res),
+            mismatches=plan_mismatches(res),
         ))
     return out
 

@@ -16,7 +16,7 @@ from topology.operate.runs import RunRequest
 
 # What site.yml reads beside it, in the project and beside the playbook (not molecule's scenarios
 # or tests: they change no run)
-_PLAYBOOK_SIBLINGS = ("roles", "filter_plugins", "library", "module_utils", "group_vars", "host_vars")
+_PLAYBOOK_SIBLINGS = ("roles", "filter_plugins", "action_plugins", "library", "module_utils", "group_vars", "host_vars")
 _PROJECT_FILES = ("ansible.cfg", "topology/operate/strategy_plugins", "agents")  # agents: roles build their wheels
 # Not inputs: tests and scenarios, and what runs leave behind (byte code, the agents' wheel builds,
 # which a run writes into agents/ itself: a digest that counted them would change under every run)

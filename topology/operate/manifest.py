@@ -104,14 +104,22 @@ class QuickResults:
 
 
 def quick_results(events: list[dict]) -> QuickResults:
-    """What a record check's events say."""
-    out = QuickResults(problems={p.host: p.message for p in host_problems(events)})
+    """What a record check's events say. node_check runs there without --check, so a node unlike
+    its plan fails its superpod_plan_mismatch task: that is drift naming the task's items (as
+    `drift --full` reports it), not an error."""
+    out = QuickResults()
     for event in events:
         data = event.get("event_data") or {}
         if event.get("event") == "runner_on_ok" and data.get("task") == QUICK_TASK:
             res = data.get("res") or {}
-            out.drift[data.get("host", "?")] = list(res.get("drift") or [])
+            out.drift[data.get("host", "?")] = list(res.get("drift") or []) + out.drift.get(data.get("host", "?"), [])
             out.unverifiable[data.get("host", "?")] = list(res.get("unverifiable") or [])
+    for p in host_problems(events):
+        if p.mismatches:
+            what = f"{p.role or '(play)'} : {p.task}"
+            out.drift[p.host] = out.drift.get(p.host, []) + [{"what": what, "detail": item} for item in p.mismatches]
+        else:
+            out.problems[p.host] = p.message
     return out
 
 

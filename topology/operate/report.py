@@ -55,7 +55,12 @@ def print_drift(console: Console, report: DriftReport) -> None:
             kind = "handler" if c.handler else "task"
             name = escape(f"{c.role or '(play)'} : {c.task}")
             console.print(f"  {kind} [cyan]{name}[/]  [dim]{c.action} {c.path}[/]", highlight=False)
-            if c.hidden:
+            if c.mismatches:
+                console.print(f"    the node differs from its plan ({len(c.mismatches)}; apply cannot fix this and "
+                              "fails the host until it is repaired):", highlight=False)
+                for item in c.mismatches:
+                    console.print(f"    - {escape(item)}", highlight=False)
+            elif c.hidden:
                 console.print("    (diff hidden: the task is no_log)")
             elif c.diff:
                 console.print(Syntax(trim_diff(c.diff), "diff", theme="ansi_dark", background_color="default"))

@@ -22,6 +22,7 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
 from topology.pulumi.files import remove_file, sha256_text, write_file
+from topology.render.pieces import Pieces, pieces_of
 
 PROVIDER_VERSION = "1"  # in every resource's inputs: bump it when the provider's behaviour changes
 GENERATED, SEED = "generated", "seed"
@@ -57,20 +58,26 @@ class Digest(NamedTuple):
     size: int
 
 
-def digest_of(content: str) -> Digest:
-    data = content.encode("utf-8")
-    return Digest(hashlib.sha256(data).hexdigest(), len(data))
+def digest_of(content: str | Pieces) -> Digest:
+    """A file's hash and size, its pieces hashed as they come (the file is never joined)."""
+    sha, size = hashlib.sha256(), 0
+    for piece in pieces_of(content):
+        data = piece.encode("utf-8")
+        sha.update(data)
+        size += len(data)
+    return Digest(sha.hexdigest(), size)
 
 
 def file_digests(layout, out_dir: Path, inventory_dir: Path) -> dict[Path, Digest]:
-    """Path -> Digest of what render_files renders for the layout, each file hashed as it is
-    rendered and then dropped: the program never holds the set (0.8 GB at 100k GPUs)."""
-    from topology.render.artifacts import iter_artifacts
+    """Path -> Digest of what render_files renders for the layout, each file hashed piece by
+    piece as it is rendered and then dropped: the program never holds the set (0.8 GB at 100k
+    GPUs) nor a large file whole."""
+    from topology.render.artifacts import iter_artifact_pieces
     from topology.render.inventory import OVERRIDES
 
     seed = Path(inventory_dir) / OVERRIDES
-    return {path: digest_of(content) for path, content in iter_artifacts(layout, Path(out_dir), Path(inventory_dir))
-            if path != seed}
+    return {path: digest_of(pieces)
+            for path, pieces in iter_artifact_pieces(layout, Path(out_dir), Path(inventory_dir)) if path != seed}
 
 
 class ArtifactProvider(ResourceProvider):

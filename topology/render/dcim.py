@@ -322,10 +322,16 @@ class DesiredView:
                     ib_ports.add(end)
             if lk.tier == "device-oob":  # the managed end is a BMC or management port
                 mgmt.add((lk.a_device, lk.a_port))
-        names = dict.fromkeys(list(speeds) + [(a.device, a.interface) for a in layout.addresses])
-        for dev, ifname in names:
-            kind, kbps = _interface_type(ifname, speeds.get((dev, ifname)), (dev, ifname) in ib_ports)
+        for (dev, ifname), speed in speeds.items():
+            kind, kbps = _interface_type(ifname, speed, (dev, ifname) in ib_ports)
             yield Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt)
+        seen: set[tuple[str, str]] = set()  # then the addressed ports no link ends on, once each
+        for a in layout.addresses:
+            end = (a.device, a.interface)
+            if end not in speeds and end not in seen:
+                seen.add(end)
+                kind, kbps = _interface_type(a.interface, None, end in ib_ports)
+                yield Interface(a.device, a.interface, kind, kbps, end in mgmt)
 
     @property
     def cables(self) -> Iterator[Cable]:
@@ -349,14 +355,29 @@ class DesiredView:
 
     @property
     def addresses(self) -> Iterator[IpAddress]:
-        shared: dict[str, list] = {}
-        for a in self.layout.addresses:
-            entry = shared.get(a.address)
-            if entry is None:  # setdefault would build a throwaway pair for each of the ~60k addresses at 8k
-                entry = shared[a.address] = [a.pool, []]
-            entry[1].append((a.device, a.interface))
-        for addr, (pool, ifs) in shared.items():
-            yield IpAddress(addr, pool, tuple(ifs), _address_role(addr, ifs))
+        """One per address, in the order of first use; an address on several interfaces (a
+        shared gateway) names them all. Only those few are indexed: an entry per address was
+        100 MB at 100k GPUs (issue 39)."""
+        addresses = self.layout.addresses
+        seen: set[str] = set()
+        shared: dict[str, list] = {}  # an address used more than once -> its interfaces
+        for a in addresses:
+            if a.address in seen:
+                shared[a.address] = []
+            else:
+                seen.add(a.address)
+        del seen
+        for a in addresses:
+            if a.address in shared:
+                shared[a.address].append((a.device, a.interface))
+        for a in addresses:
+            ifs = shared.get(a.address)
+            if ifs is None:
+                one = [(a.device, a.interface)]
+                yield IpAddress(a.address, a.pool, tuple(one), _address_role(a.address, one))
+            elif ifs:  # its first use; emptied once written
+                yield IpAddress(a.address, a.pool, tuple(ifs), _address_role(a.address, ifs))
+                ifs.clear()
 
     @cached_property
     def power(self) -> Power:

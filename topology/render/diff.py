@@ -24,6 +24,12 @@ def _compare(old: dict, new: dict, describe) -> Changes:
     return c
 
 
+def _address_key(a) -> tuple:
+    """An address is known by its interface; a rail leaf's pod gateways share the rail SVI with the
+    subnet's gateway (ipam.rail_pod_prefixes), so each is known by its prefix too."""
+    return (a.device, a.interface, a.network) if a.pool == "rail_pods" else (a.device, a.interface)
+
+
 def diff_layouts(old: Layout, new: Layout) -> dict[str, Changes]:
     cable = lambda lk: (lk.a_device, lk.a_port)  # noqa: E731  a cable is known by its A end
     return {
@@ -36,8 +42,8 @@ def diff_layouts(old: Layout, new: Layout) -> dict[str, Changes]:
             lambda k, lk: f"{lk.a_device}:{lk.a_port} <-> {lk.b_device}:{lk.b_port}",
         ),
         "addresses": _compare(
-            {(a.device, a.interface): a for a in old.addresses},
-            {(a.device, a.interface): a for a in new.addresses},
+            {_address_key(a): a for a in old.addresses},
+            {_address_key(a): a for a in new.addresses},
             lambda k, a: f"{a.device} {a.interface} {a.address}",
         ),
         "switch configs": switch_config_changes(old, new),

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import yaml
 from pydantic import BaseModel, ConfigDict
 
 from topology import catalog
+from topology.layout.ipam import rail_pod_aggregate
 from topology.layout.model import Device, Layout
 from topology.layout.names import row_letters
 from topology.render import rollout
 from topology.render.files import GENERATED
+from topology.render.pieces import Pieces, pieces_of
 from topology.render.slurm_plan import SlurmPlan, slurm_plan
 from topology.render.switches.build import FABRIC_OF_ROLE, switch_os
 from topology.render.switches.intent import HOST_RAIL_MTU
@@ -41,6 +44,7 @@ ROLE_GROUPS = {
     "ufm": "ufm",
 }
 DATA_ONLY_ROLES = ("pdu", "cdu")  # monitored, not managed over SSH
+HOST_ROLES = ("gpu_node", "mgmt_node", "storage_server", "ufm")  # every other role is a switch
 # The switches `superpod plan` renders a configuration for (switch_fabric pushes it): every
 # Ethernet switch, whatever its role; InfiniBand switches are the subnet manager's.
 ETHERNET_SWITCHES = "ethernet_switches"
@@ -72,6 +76,17 @@ class RailVars(_Vars):
     mtu: int | None  # RoCE: the host rail MTU; None on InfiniBand (IPoIB's MTU is rail_network's choice)
 
 
+class RailPodVars(_Vars):
+    """A GPU NIC's routed pod prefix (addressing.rail_pods): its leaf holds `gateway`, the node's pods
+    take the rest (roles/gpu_operator: one nv-ipam CIDRPool per rail)."""
+
+    rail: int
+    netdev: str
+    prefix: str
+    gateway: str
+    aggregate: str  # the rail's block of pod prefixes in the end state (ipam.rail_pod_aggregate)
+
+
 class HostNicVars(_Vars):
     netdev: str
     hca: str
@@ -98,6 +113,7 @@ class GpuNodeVars(_Vars):
     superpod_inband_gateway: str
     superpod_storage_nics: list[HostNicVars]
     rails: list[RailVars]
+    superpod_rail_pods: list[RailPodVars]  # empty unless the plan has addressing.rail_pods
 
 
 class SwitchVars(_Vars):
@@ -117,10 +133,19 @@ def group_name(text: str) -> str:
 
 
 def _index(layout: Layout) -> tuple[dict, dict, dict, dict]:
+    """Addresses by (device, interface), of hosts and switches' loopbacks only (what host vars
+    read: the switches' point-to-point addresses were most of the index, 80 MB at 100k GPUs), and
+    the leaves' pod gateways by (leaf, "rail_pods", the NIC's address);
+    the first by (device, pool); ASNs by device; rows by rack."""
+    hosts = {d.name for d in layout.devices if d.role in HOST_ROLES}
     addr: dict[tuple[str, str], object] = {}
     by_pool: dict[tuple[str, str], object] = {}
     for a in layout.addresses:
-        addr[(a.device, a.interface)] = a
+        if a.pool == "rail_pods":  # beside the leaf's rail address on one interface: known by the NIC it serves
+            addr[(a.device, "rail_pods", a.peer)] = a
+            continue
+        if a.interface == "lo" or a.device in hosts:
+            addr[(a.device, a.interface)] = a
         by_pool.setdefault((a.device, a.pool), a)
     asn = {a.device: a.asn for a in layout.asns}
     rows = {r.name: r.row for r in layout.racks}
@@ -136,7 +161,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
     spec = layout.spec
     node = cat.nodes[d.model]
     kind = spec.compute_fabric.kind
-    rails = []
+    rails, pods = [], []
     for nic in sorted(node.compute_nics, key=lambda n: n.gpu):
         netdev = nic.netdev(kind)
         a = addr.get((d.name, netdev))
@@ -156,6 +181,10 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
                 mtu=HOST_RAIL_MTU if kind == "roce" else None,
             )
         )
+        pod = addr.get((leaf, "rail_pods", _ip(a))) if a is not None else None
+        if pod is not None:
+            pods.append(RailPodVars(rail=nic.gpu, netdev=netdev, prefix=pod.network, gateway=_ip(pod),
+                                    aggregate=rail_pod_aggregate(spec, nic.gpu)))
     storage = []
     storage_kind = cat.switches[spec.storage_fabric.switch_model].kind
     for nic in node.storage_nics:
@@ -183,6 +212,7 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
         superpod_inband_gateway=inband.peer if inband else "",
         superpod_storage_nics=storage,
         rails=rails,
+        superpod_rail_pods=pods,
     )
 
 
@@ -258,18 +288,27 @@ def _vars_yaml(doc: dict, what: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _hosts_yaml(children: dict[str, dict], what: str) -> str:
+def _hosts_yaml(children: dict[str, list], host_vars: Callable[[Device], dict], what: str) -> Iterator[str]:
     """hosts.yml with one line per host: its vars as a flow mapping. JSON is YAML, and
-    json.dumps is C code: a 100k-GPU inventory renders in seconds, not minutes."""
+    json.dumps is C code: a 100k-GPU inventory renders in seconds, not minutes. A group lists
+    devices (their vars made here, each dropped once written: 250 MB at 100k GPUs held at once)
+    or names (no vars); the text comes in pieces of up to 1,024 lines."""
     lines = [f"# {what}: {GENERATED}", "---", "all:", "  children:"]
     for group, hosts in children.items():
         if not hosts:
             lines.append(f"    {group}: {{}}")
             continue
         lines += [f"    {group}:", "      hosts:"]
-        for host, hv in hosts.items():
-            lines.append(f"        {host}:" if hv is None else f"        {host}: {json.dumps(hv)}")
-    return "\n".join(lines) + "\n"
+        for host in hosts:
+            if isinstance(host, str):
+                lines.append(f"        {host}:")
+            else:
+                lines.append(f"        {host.name}: {json.dumps(host_vars(host))}")
+            if len(lines) >= 1024:
+                yield "\n".join(lines) + "\n"
+                lines = []
+    if lines:
+        yield "\n".join(lines) + "\n"
 
 
 def ethernet_switch_os(layout: Layout, d: Device) -> str | None:
@@ -284,6 +323,12 @@ def ethernet_switch_os(layout: Layout, d: Device) -> str | None:
 def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -> dict[Path, str]:
     """Files of the inventory under `root` (inventories/<stack>/ or <out>/inventory/); `slurm`: the
     Slurm plan when the caller built it already (`superpod plan` also writes the Slurm files from it)."""
+    return {path: "".join(pieces_of(content)) for path, content in iter_inventory(layout, root, slurm)}
+
+
+def iter_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -> Iterator[tuple[Path, Pieces]]:
+    """render_inventory's files one at a time, hosts.yml in pieces: a host's vars are made as its
+    line is written."""
     addr, by_pool, asn, rows = _index(layout)
     leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
     link_speeds = {(lk.a_device, lk.a_port): lk.speed_gbps for lk in layout.links if lk.tier == "node-leaf"}
@@ -291,17 +336,27 @@ def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None)
     for lk in layout.links:
         if lk.tier in ("mgmt-core", "service-inband"):
             service_members.setdefault(lk.a_device, []).append(lk.a_port)
-    groups: dict[str, dict] = {g: {} for g in ROLE_GROUPS.values()}
+    groups: dict[str, list[Device]] = {g: [] for g in ROLE_GROUPS.values()}
+    switch_oses: dict[str, str | None] = {}  # a switch's superpod_switch_os
     ethernet_devices: list[Device] = []
     su_groups: dict[str, list[str]] = {}
     rack_groups: dict[str, list[str]] = {}
-    ethernet: list[str] = []
     for d in layout.devices:
         if d.role in DATA_ONLY_ROLES:
             continue
+        if d.role not in HOST_ROLES:
+            os_name = switch_oses[d.name] = ethernet_switch_os(layout, d)
+            if os_name is not None:
+                ethernet_devices.append(d)
+        groups[ROLE_GROUPS[d.role]].append(d)
+        if d.su is not None:
+            su_groups.setdefault(f"su{d.su:02d}", []).append(d.name)
+        rack_groups.setdefault(group_name(d.rack), []).append(d.name)
+
+    def host_vars(d: Device) -> dict:
         if d.role == "gpu_node":
-            hv = gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports, link_speeds).model_dump()
-        elif d.role in ("mgmt_node", "storage_server", "ufm"):
+            return gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports, link_speeds).model_dump()
+        if d.role in HOST_ROLES:
             hv = {
                 "ansible_host": _ip(by_pool.get((d.name, "inband"))) or _ip(by_pool.get((d.name, "oob"))),
                 "superpod_bmc_address": _ip(by_pool.get((d.name, "oob"))),
@@ -313,34 +368,27 @@ def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None)
                 hv |= {"superpod_inband_interface": inband.interface, "superpod_inband_address": inband.address,
                        "superpod_inband_members": service_members.get(d.name, []),
                        "superpod_inband_gateway": inband.peer}
-        else:
-            loop = addr.get((d.name, "lo"))
-            hv = SwitchVars(
-                ansible_host=_ip(by_pool.get((d.name, "oob"))),
-                superpod_role=d.role,
-                superpod_model=d.model,
-                superpod_rack=d.rack,
-                superpod_su=d.su,
-                superpod_loopback=loop.address if loop else None,
-                superpod_asn=asn.get(d.name),
-                superpod_switch_os=ethernet_switch_os(layout, d),
-            ).model_dump()
-            if hv["superpod_switch_os"] is not None:
-                ethernet.append(d.name)
-                ethernet_devices.append(d)
-        groups[ROLE_GROUPS[d.role]][d.name] = hv
-        if d.su is not None:
-            su_groups.setdefault(f"su{d.su:02d}", []).append(d.name)
-        rack_groups.setdefault(group_name(d.rack), []).append(d.name)
+            return hv
+        loop = addr.get((d.name, "lo"))
+        return SwitchVars(
+            ansible_host=_ip(by_pool.get((d.name, "oob"))),
+            superpod_role=d.role,
+            superpod_model=d.model,
+            superpod_rack=d.rack,
+            superpod_su=d.su,
+            superpod_loopback=loop.address if loop else None,
+            superpod_asn=asn.get(d.name),
+            superpod_switch_os=switch_oses[d.name],
+        ).model_dump()
 
-    children: dict[str, dict] = dict(groups)
-    children[ETHERNET_SWITCHES] = {n: None for n in ethernet}
+    children: dict[str, list] = dict(groups)
+    children[ETHERNET_SWITCHES] = [d.name for d in ethernet_devices]
     # switch_fabric's batches, one play each in site.yml (topology/render/rollout.py)
     for g, names in rollout.batches(ethernet_devices).items():
-        children[g] = {n: None for n in names}
-    children[rollout.CANARY_GROUP] = {}
+        children[g] = list(names)
+    children[rollout.CANARY_GROUP] = []
     for g, names in sorted(su_groups.items()) + sorted(rack_groups.items()):
-        children[g] = {n: None for n in names}
+        children[g] = names
 
     spec = layout.spec
     all_vars = {
@@ -363,11 +411,8 @@ def render_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None)
         "superpod_slurm": (slurm or slurm_plan(layout)).model_dump(),
         "superpod_monitoring": _monitoring(layout, by_pool, rows),
     }
-    files = {
-        root / "hosts.yml": _hosts_yaml(children, f"inventory of pod {spec.name}"),
-        root / "group_vars" / "all" / "00_generated.yml": _vars_yaml(all_vars, f"pod-wide variables of {spec.name}"),
-    }
+    yield root / "hosts.yml", _hosts_yaml(children, host_vars, f"inventory of pod {spec.name}")
+    yield root / "group_vars" / "all" / "00_generated.yml", _vars_yaml(all_vars, f"pod-wide variables of {spec.name}")
     overrides = root / OVERRIDES
     if not overrides.exists():
-        files[overrides] = OVERRIDES_SEED
-    return files
+        yield overrides, OVERRIDES_SEED

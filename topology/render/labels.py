@@ -14,10 +14,12 @@ too, their far end the site's routers (`site-border`).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from topology.layout.model import Layout, Link
-from topology.render.tables import csv_text
+from topology.render.pieces import joined
+from topology.render.tables import csv_pieces
 
 TIER_CODE = {
     "node-leaf": "NL",
@@ -111,7 +113,7 @@ HEADER = [
 ]
 
 
-def labels_csv(layout: Layout) -> str:
+def labels_pieces(layout: Layout) -> Iterator[str]:
     """A row per fibre (a link's label pair); each end's text is its device's placement, worked out
     once per device, and the port."""
     numbered = tiers_numbered_uniquely(layout) | {"border"}
@@ -139,4 +141,7 @@ def labels_csv(layout: Layout) -> str:
                        a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
                        lk.tier, lk.media, lk.length_class, lk.speed_gbps, k, n)
 
-    return csv_text(HEADER, rows())
+    return csv_pieces(HEADER, rows())
+
+
+labels_csv = joined(labels_pieces)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from topology.layout.model import Layout
 from topology.render.dcim import OWNER_TAG, ROLE_COLORS, Desired, DesiredView, desired_view
-from topology.render.tables import csv_text
+from topology.render.tables import csv_pieces
 
 ASN_FIELD = "superpod_asn"  # device custom field: NetBox's ASN model attaches to sites, not devices
 RIR = "RFC 6996 private"
@@ -35,38 +35,38 @@ def _blank(v) -> object:
 
 
 def netbox_tables(d: Desired | DesiredView) -> dict[str, str]:
-    return {name: make() for name, make in _table_makers(d).items()}
+    return {name: "".join(make()) for name, make in _table_makers(d).items()}
 
 
-def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], str]]:
+def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[str]]]:
     """Each file's name and a function that renders it: the plan writes one table before
     the next is made (the interface, cable and address tables are 30 MB each at 100k GPUs)."""
     site = d.site
     maker = {t.model: t.manufacturer for t in d.device_types}
     rack_row = {r.name: r.row for r in d.racks}
     return {
-        "00-tags.csv": lambda: csv_text(["name", "slug", "color"], ((t, slug(t), "76b900") for t in d.tags)),
-        "01-custom-fields.csv": lambda: csv_text(
+        "00-tags.csv": lambda: csv_pieces(["name", "slug", "color"], ((t, slug(t), "76b900") for t in d.tags)),
+        "01-custom-fields.csv": lambda: csv_pieces(
             ["name", "label", "type", "object_types", "description"],
             [(ASN_FIELD, "ASN", "integer", "dcim.device", "BGP ASN from the superpod plan")],
         ),
-        "02-sites.csv": lambda: csv_text(["name", "slug", "status", "description", "tags"],
+        "02-sites.csv": lambda: csv_pieces(["name", "slug", "status", "description", "tags"],
                              [(site, slug(site), "planned", "GPU pod planned by superpod", OWNER_TAG)]),
-        "03-locations.csv": lambda: csv_text(["site", "name", "slug", "status", "tags"],
+        "03-locations.csv": lambda: csv_pieces(["site", "name", "slug", "status", "tags"],
                                  ((site, row, f"{slug(site)}-{row}", "planned", OWNER_TAG) for row in d.rows)),
-        "04-racks.csv": lambda: csv_text(
+        "04-racks.csv": lambda: csv_pieces(
             ["site", "location", "name", "status", "width", "u_height", "tags"],
             ((site, r.row, r.name, "planned", 19, r.u_height, _tags(r.tags)) for r in d.racks),
         ),
-        "05-manufacturers.csv": lambda: csv_text(["name", "slug"], ((m, slug(m)) for m in d.manufacturers)),
-        "06-device-types.csv": lambda: csv_text(
+        "05-manufacturers.csv": lambda: csv_pieces(["name", "slug"], ((m, slug(m)) for m in d.manufacturers)),
+        "06-device-types.csv": lambda: csv_pieces(
             ["manufacturer", "model", "slug", "u_height", "is_full_depth", "description"],
             ((t.manufacturer, t.model, slug(t.model), t.u_height, "true" if t.u_height else "false", t.description)
              for t in d.device_types),
         ),
-        "07-device-roles.csv": lambda: csv_text(["name", "slug", "color"],
+        "07-device-roles.csv": lambda: csv_pieces(["name", "slug", "color"],
                                     ((r, slug(r), ROLE_COLORS.get(r, "607d8b")) for r in d.roles)),
-        "08-devices.csv": lambda: csv_text(
+        "08-devices.csv": lambda: csv_pieces(
             ["name", "role", "manufacturer", "device_type", "site", "location", "rack", "position", "face", "status",
              f"cf_{ASN_FIELD}", "tags"],
             (
@@ -76,27 +76,27 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], str]]:
                 for dev in d.devices
             ),
         ),
-        "09-interfaces.csv": lambda: csv_text(
+        "09-interfaces.csv": lambda: csv_pieces(
             ["device", "name", "type", "speed", "mgmt_only", "enabled"],
             ((i.device, i.name, i.type, _blank(i.speed_kbps), str(i.mgmt_only).lower(), "true") for i in d.interfaces),
         ),
-        "10-cables.csv": lambda: csv_text(
+        "10-cables.csv": lambda: csv_pieces(
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
              "status", "label", "length", "length_unit", "tags"],
             ((c.a_device, "dcim.interface", c.a_interface, c.b_device, "dcim.interface", c.b_interface, c.type,
               "planned", c.label, f"{c.length_m:g}", "m", _tags(c.tags)) for c in d.cables),
         ),
-        "11-rirs.csv": lambda: csv_text(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
-        "12-asns.csv": lambda: csv_text(
+        "11-rirs.csv": lambda: csv_pieces(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
+        "12-asns.csv": lambda: csv_pieces(
             ["asn", "rir", "description", "tags"],
             sorted({(dev.asn, RIR, dev.name, OWNER_TAG) for dev in d.devices if dev.asn is not None}),
         ),
-        "13-prefixes.csv": lambda: csv_text(
+        "13-prefixes.csv": lambda: csv_pieces(
             ["prefix", "status", "description", "tags"],
             ((p.prefix, "container" if p.kind == "container" else "planned", p.pool, OWNER_TAG)
              for p in d.prefixes),
         ),
-        "14-ip-addresses.csv": lambda: csv_text(
+        "14-ip-addresses.csv": lambda: csv_pieces(
             ["address", "status", "role", "device", "interface", "description", "tags"],
             # NetBox gives an address one interface: a shared gateway repeats as one row per switch (role vrrp)
             ((a.address, "planned", a.role, dev, ifname, a.pool, OWNER_TAG)
@@ -106,47 +106,54 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], str]]:
     }
 
 
-def _power_table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], str]]:
+def _power_table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[str]]]:
     """Panels per row and feed side, a feed per PDU; PDU inputs, outlets and node PSUs with their
     plug types; PSU-to-outlet and PDU-to-feed cables. NetBox has no CSV import for device-type
-    components, so ports and outlets are one row per device."""
-    site, p = d.site, d.power
+    components, so ports and outlets are one row per device. The power objects are made when
+    the first power table is read, after the interface and address tables (issue 39: their peak
+    and the power objects, 80 MB at 100k GPUs, were held together)."""
+    site = d.site
     rack_row = {r.name: r.row for r in d.racks}
-    panel_of = {f.name: f.panel for f in p.feeds}
+
+    def feed_cables(p):
+        panel_of = {f.name: f.panel for f in p.feeds}
+        return ((c.device, "dcim.powerport", c.port, site, panel_of[c.feed], "dcim.powerfeed", c.feed, "planned",
+                 c.label, OWNER_TAG) for c in p.cables)
+
     return {
-        "15-power-panels.csv": lambda: csv_text(["site", "location", "name", "tags"],
-                                    ((site, x.row, x.name, OWNER_TAG) for x in p.panels)),
-        "16-power-feeds.csv": lambda: csv_text(
+        "15-power-panels.csv": lambda: csv_pieces(["site", "location", "name", "tags"],
+                                    ((site, x.row, x.name, OWNER_TAG) for x in d.power.panels)),
+        "16-power-feeds.csv": lambda: csv_pieces(
             ["site", "power_panel", "location", "rack", "name", "status", "type", "supply", "phase", "voltage",
              "amperage", "max_utilization", "tags"],
             ((site, f.panel, rack_row[f.rack], f.rack, f.name, "planned", "primary" if f.side == "a" else "redundant",
-              "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in p.feeds),
+              "ac", f.phase, f.voltage, f.amperage, f.max_utilization, OWNER_TAG) for f in d.power.feeds),
         ),
-        "17-power-ports.csv": lambda: csv_text(
+        "17-power-ports.csv": lambda: csv_pieces(
             ["device", "name", "type", "maximum_draw", "allocated_draw", "tags"],
             ((x.device, x.name, x.type, _blank(x.maximum_draw_w), _blank(x.allocated_draw_w), OWNER_TAG)
-             for x in p.ports)),
-        "18-power-outlets.csv": lambda: csv_text(["device", "name", "type", "power_port", "tags"],
-                                     ((o.device, o.name, o.type, o.power_port, OWNER_TAG) for o in p.outlets)),
-        "19-power-cables.csv": lambda: csv_text(  # node PSU -> PDU outlet
+             for x in d.power.ports)),
+        "18-power-outlets.csv": lambda: csv_pieces(["device", "name", "type", "power_port", "tags"],
+                                     ((o.device, o.name, o.type, o.power_port, OWNER_TAG) for o in d.power.outlets)),
+        "19-power-cables.csv": lambda: csv_pieces(  # node PSU -> PDU outlet
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "status",
              "label", "tags"],
             ((c.device, "dcim.powerport", c.port, c.pdu, "dcim.poweroutlet", c.outlet, "planned", c.label, OWNER_TAG)
-             for c in p.psu_cables)),
-        "20-feed-cables.csv": lambda: csv_text(  # PDU input -> power feed: the feed is named by site and panel
+             for c in d.power.psu_cables)),
+        "20-feed-cables.csv": lambda: csv_pieces(  # PDU input -> power feed: the feed is named by site and panel
             ["side_a_device", "side_a_type", "side_a_name", "side_b_site", "side_b_power_panel", "side_b_type",
              "side_b_name", "status", "label", "tags"],
-            ((c.device, "dcim.powerport", c.port, site, panel_of[c.feed], "dcim.powerfeed", c.feed, "planned", c.label,
-              OWNER_TAG) for c in p.cables)),
+            feed_cables(d.power)),
     }
 
 
 def render_netbox(layout: Layout, out_dir: Path) -> dict[Path, str]:
-    return dict(iter_netbox(layout, out_dir))
+    return {path: "".join(pieces) for path, pieces in iter_netbox(layout, out_dir)}
 
 
-def iter_netbox(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, str]]:
-    """The NetBox files one at a time, each table rendered when asked for from objects made
-    as it reads them (desired_view): the interfaces, cables and addresses are never all held."""
+def iter_netbox(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, Iterator[str]]]:
+    """The NetBox files one at a time, each table rendered in pieces as it is read, from objects
+    made as it reads them (desired_view): the interfaces, cables and addresses are never all held,
+    nor a whole table's text."""
     for name, make in _table_makers(desired_view(layout)).items():
         yield Path(out_dir) / "netbox" / name, make()

@@ -252,6 +252,11 @@ class Addressing(_Spec):
     storage: str = "10.24.0.0/14"
     border: str = Field("10.28.0.0/24", description="/31s of the in-band cores' border uplinks (site end .0)")
     ipoib: bool = Field(False, description="InfiniBand only: give rail HCAs IPoIB addresses")
+    rail_pods: str | None = Field(
+        None, description="RoCE per_leaf rails: a pool of routed pod prefixes, one per GPU NIC, its first address "
+        "on the NIC's leaf (Kubernetes pods on the rails across SUs, docs/kubernetes.md); unset: none",
+    )
+    rail_pod_prefix: int = Field(28, ge=24, le=30, description="prefix length of each GPU NIC's pod prefix")
     asn_first: int = Field(4200000000, ge=1, le=4294967295)
     asn_last: int = Field(4294967294, ge=1, le=4294967295)
     asn_public: bool = Field(False, description="allow ASNs outside the private ranges of RFC 6996")
@@ -269,6 +274,7 @@ class Addressing(_Spec):
     _nets = field_validator("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage", "border")(
         lambda v: _network(v))
     _site = field_validator("site_routes")(lambda v: [_network(n) for n in v])
+    _pods = field_validator("rail_pods")(lambda v: v if v is None else _network(v))
 
     # Field validators (not a model validator) so an error names the field to change; fields
     # validate in declaration order, so asn_last sees asn_first and asn_public sees both.
@@ -321,7 +327,8 @@ class Addressing(_Spec):
     def pools(self) -> dict[str, netaddr.IPNetwork]:
         return {
             name: netaddr.IPNetwork(getattr(self, name))
-            for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage", "border")
+            for name in ("rails", "fabric_p2p", "loopbacks", "inband", "oob", "storage", "border", "rail_pods")
+            if getattr(self, name) is not None
         }
 
 

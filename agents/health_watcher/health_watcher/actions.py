@@ -19,11 +19,12 @@ class ActionError(RuntimeError):
     pass
 
 
-def _run(argv: list[str], run) -> None:
+def _run(argv: list[str], run) -> str:
     done = run(argv, capture_output=True, text=True, timeout=30, check=False)
     if done.returncode != 0:
         said = (done.stderr or done.stdout).strip()
         raise ActionError(f"{' '.join(argv[:3])} failed (exit {done.returncode}): {said}")
+    return done.stdout
 
 
 def drain(cfg: WatcherConfig, reason: str, run=subprocess.run) -> None:
@@ -36,6 +37,20 @@ def drain(cfg: WatcherConfig, reason: str, run=subprocess.run) -> None:
         _run([s.kubectl, "annotate", "--overwrite", "node", name, f"superpod.io/health={reason}"], run)
     elif s.kind == "command":
         _run([a.format(node=name, reason=reason) for a in s.drain_command], run)
+
+
+def holds_our_drain(cfg: WatcherConfig, run=subprocess.run) -> bool | None:
+    """Whether the scheduler still has this watcher's drain: in Slurm the node drained with our
+    reason. False once someone else returned it (Slurm's health check resumes a node it drained over
+    ours) or drained it again for their own reason (an operator): neither is ours to return.
+    None where the scheduler does not say (kubernetes, command, none): the state file decides."""
+    s, name = cfg.scheduler, cfg.scheduler.node_name or cfg.node
+    if s.kind != "slurm":
+        return None
+    shown = _run([s.scontrol, "show", "node", name, "-o"], run)
+    fields = dict(f.split("=", 1) for f in shown.split() if "=" in f)
+    reason = shown.split(" Reason=", 1)[1].strip() if " Reason=" in shown else ""  # free text, the line's last field
+    return "DRAIN" in fields.get("State", "").split("+") and reason.startswith(REASON_PREFIX)
 
 
 def resume(cfg: WatcherConfig, run=subprocess.run) -> None:

@@ -74,6 +74,11 @@ class Watcher:
         return None
 
     def _try_return(self, now: float) -> str | None:
+        if actions.holds_our_drain(self.cfg, self.run) is False:
+            log.info("%s: no longer drained by this watcher in the scheduler (returned or drained again by "
+                     "someone else): forgetting its drain", self.cfg.node)
+            self._forget()
+            return None
         for name, argv in (("node_check", self.cfg.node_check), ("acceptance", self.cfg.acceptance)):
             f = command_fault(name, argv, self.run) if argv else None
             if f:
@@ -81,10 +86,14 @@ class Watcher:
                 self.state["last_fault"] = now  # wait another quiet period before trying again
                 return None
         actions.resume(self.cfg, self.run)
+        self._forget()
+        return "resume"
+
+    def _forget(self) -> None:
+        """The episode is over: its alert resolved, its drain no longer held."""
         actions.alert(self.cfg, self.state.get("reason", ""), False, self.state.get("since", self.wall()))
         self.state = {}
         self._save()
-        return "resume"
 
     def run_forever(self, stop) -> None:
         while not stop.is_set():

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
@@ -174,6 +175,47 @@ def test_a_restarted_watcher_still_returns_its_own_drain(node):
     assert w.step() == "resume"
 
 
+def scontrol(tmp: Path, *args: str) -> None:
+    """Someone else's scontrol call (Slurm's health check, an operator) on the same node."""
+    subprocess.run([str(tmp / "scontrol"), *args], check=True, capture_output=True)
+
+
+def test_a_node_returned_by_someone_else_is_forgotten_not_resumed(node):
+    """Slurm's health check (roles/slurm) saw the same fault, drained the node over the watcher's drain
+    and resumed it once it passed: slurmctld refuses a resume of a node that is not drained, and the
+    watcher must not keep a drain Slurm no longer has (it would never drain that node again)."""
+    tmp, cfg = node
+    clock = Clock()
+    w = Watcher(cfg, clock=clock)
+    (tmp / "net/enp0np0/operstate").write_text("down\n")
+    assert w.step() == "drain"
+    scontrol(tmp, "update", "nodename=su01-node03", "state=drain", "reason=superpod-healthcheck: rail0 down")
+    (tmp / "net/enp0np0/operstate").write_text("up\n")
+    scontrol(tmp, "update", "nodename=su01-node03", "state=resume")  # the health check's own return
+    clock.t += 61
+    assert w.step() is None
+    assert json.loads((tmp / "state.json").read_text()) == {}
+    assert [c[2] for c in scontrol_calls(tmp)] == ["state=drain", "state=drain", "state=resume"]
+    with (tmp / "kern.log").open("a") as f:
+        f.write(f"[ 8123.4] {XID79}\n")
+    assert w.step() == "drain"  # watching again
+
+
+def test_a_node_an_operator_drained_over_the_watchers_drain_is_not_returned(node):
+    tmp, cfg = node
+    clock = Clock()
+    w = Watcher(cfg, clock=clock)
+    (tmp / "net/enp0np0/operstate").write_text("down\n")
+    assert w.step() == "drain"
+    scontrol(tmp, "update", "nodename=su01-node03", "state=drain", "reason=replace PSU (ticket 4711)")
+    (tmp / "net/enp0np0/operstate").write_text("up\n")
+    clock.t += 61
+    assert w.step() is None
+    assert scontrol_calls(tmp)[-1] == ["update", "nodename=su01-node03", "state=drain",
+                                       "reason=replace PSU (ticket 4711)"]  # not resumed
+    assert json.loads((tmp / "state.json").read_text()) == {}
+
+
 def test_kubernetes_cordon_and_uncordon(node):
     tmp, cfg = node
     cfg = cfg.model_copy(update={"scheduler": cfg.scheduler.model_copy(update={"kind": "kubernetes"})})
@@ -215,8 +257,6 @@ def test_alert_reaches_alertmanager(node):
 
 
 def test_the_fake_scontrol_refuses_a_drain_without_reason(tmp_path):
-    import subprocess
-
     tool = fakes.write_tool(tmp_path / "scontrol", fakes.FAKE_SCONTROL, tmp_path / "log")
     done = subprocess.run([str(tool), "update", "nodename=x", "state=drain"], capture_output=True, text=True)
     assert done.returncode == 1 and "You must specify a reason" in done.stderr

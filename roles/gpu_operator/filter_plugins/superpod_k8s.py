@@ -233,6 +233,8 @@ def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_pre
     import netaddr
 
     node_names = node_names or {}
+    if any(topology_hostvars[h].get("superpod_rail_pods") for h in hosts):
+        return _rail_cidr_pools(topology_hostvars, hosts, prefix, resource_prefix, node_names, resource_mode)
     subnets: dict[tuple[int, str], dict] = {}
     for host in hosts:
         for r in topology_hostvars[host].get("rails") or []:
@@ -279,7 +281,76 @@ def superpod_rail_networks(topology_hostvars, hosts, prefix="rail", resource_pre
         kind = "IPoIBNetwork" if e["kinds"] == {"infiniband"} else "MacvlanNetwork"
         out.append({"rail": rail, "name": name, "subnet": str(net), "gateway": e["gateway"],
                     "master": next(iter(e["netdevs"])), "block": block, "exclusions": exclusions,
-                    "nodes": nodes, "routes": routes, "kind": kind,
+                    "nodes": nodes, "routes": routes, "kind": kind, "pool_kind": "IPPool",
+                    "resource": f"rdma/{resource_prefix}" + ("" if resource_mode == "shared" else str(rail))})
+    return out
+
+
+def _rail_cidr_pools(topology_hostvars, hosts, prefix, resource_prefix, node_names, resource_mode):
+    """One nv-ipam CIDRPool and one MacvlanNetwork per rail for the whole pod, from the routed pod
+    prefix the plan gives each GPU NIC (addressing.rail_pods): a static allocation per node (its
+    prefix, its leaf's gateway in it), `cidr` the rail's aggregate (its block in the end state, so
+    growth never changes it), routes to that aggregate and to every rail subnet of the plan through
+    the node's own leaf. nv-ipam's CIDRPool rules hold by
+    construction: prefixes of one length inside cidr, one per node, the gateway inside its prefix
+    at one index for all (gatewayIndex, which routes need)."""
+    import netaddr
+
+    rails: dict[int, dict] = {}
+    for host in sorted(hosts):
+        hv = topology_hostvars[host]
+        pods = {int(p["rail"]): p for p in hv.get("superpod_rail_pods") or []}
+        for r in hv.get("rails") or []:
+            rail = int(r["rail"])
+            if rail not in pods:
+                raise ValueError(f"superpod_rail_pods: {host} has no pod prefix on rail {rail}; the plan gives every "
+                                 "GPU NIC one (addressing.rail_pods) or none: run superpod plan")
+            pod = pods[rail]
+            net = netaddr.IPNetwork(pod["prefix"])
+            index = int(netaddr.IPAddress(pod["gateway"])) - net.first
+            if net.ip != net.network or not 0 < index < net.size - 1:
+                raise ValueError(f"superpod_rail_pods: {host} rail {rail}: gateway {pod['gateway']} is no host "
+                                 f"address of its prefix {pod['prefix']}")
+            e = rails.setdefault(rail, {"netdevs": set(), "allocs": [], "subnets": [], "indexes": set(), "lens": set(),
+                                        "aggregates": set()})
+            e["aggregates"].add(str(netaddr.IPNetwork(pod["aggregate"]).cidr))
+            e["netdevs"].add(r["netdev"])
+            e["allocs"].append({"nodeName": node_names.get(host, host), "prefix": str(net),
+                                "gateway": pod["gateway"]})
+            e["subnets"].append(netaddr.IPNetwork(r["address"]).cidr)
+            e["indexes"].add(index)
+            e["lens"].add(net.prefixlen)
+    out = []
+    for rail, e in sorted(rails.items()):
+        if len(e["netdevs"]) != 1:
+            raise ValueError(f"rails: rail {rail} uses netdevs {sorted(e['netdevs'])} on different nodes; "
+                             "one macvlan network needs one master interface name")
+        if len(e["indexes"]) != 1 or len(e["lens"]) != 1:
+            raise ValueError(f"superpod_rail_pods: rail {rail} mixes prefix lengths {sorted(e['lens'])} or gateway "
+                             f"positions {sorted(e['indexes'])}; one CIDRPool needs one of each")
+        prefixes = netaddr.IPSet(a["prefix"] for a in e["allocs"])
+        if prefixes.size != len(e["allocs"]) * 2 ** (32 - next(iter(e["lens"]))):
+            raise ValueError(f"superpod_rail_pods: rail {rail} gives one pod prefix to two NICs")
+        if len(e["aggregates"]) != 1:
+            raise ValueError(f"superpod_rail_pods: rail {rail} names aggregates {sorted(e['aggregates'])}; "
+                             "one CIDRPool has one cidr")
+        cidr = netaddr.IPNetwork(next(iter(e["aggregates"])))  # the end state's block: growth never moves it
+        outside = prefixes - netaddr.IPSet([cidr])
+        if outside:
+            raise ValueError(f"superpod_rail_pods: rail {rail}'s pod prefix {next(outside.iter_cidrs())} lies "
+                             f"outside its aggregate {cidr}")
+        for other, o in rails.items():
+            clash = netaddr.IPSet([cidr]) & netaddr.IPSet(a["prefix"] for a in o["allocs"]) if other != rail else None
+            if clash:
+                raise ValueError(f"superpod_rail_pods: rail {rail}'s aggregate {cidr} holds rail {other}'s pod "
+                                 f"prefixes ({next(clash.iter_cidrs())}); the plan keeps each rail's in one block")
+        routes = netaddr.cidr_merge([cidr, *e["subnets"]])
+        nodes = sorted(a["nodeName"] for a in e["allocs"])
+        out.append({"rail": rail, "name": f"{prefix}{rail}", "pool_kind": "CIDRPool", "cidr": str(cidr),
+                    "per_node_prefix": next(iter(e["lens"])), "gateway_index": next(iter(e["indexes"])),
+                    "allocations": sorted(e["allocs"], key=lambda a: a["nodeName"]), "nodes": nodes,
+                    "routes": [{"dst": str(c)} for c in routes], "master": next(iter(e["netdevs"])),
+                    "kind": "MacvlanNetwork",
                     "resource": f"rdma/{resource_prefix}" + ("" if resource_mode == "shared" else str(rail))})
     return out
 

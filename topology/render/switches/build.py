@@ -71,10 +71,12 @@ def _gateways(device: Device, links: list[Link], own: dict[str, Address], layout
     return out
 
 
-def _host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device) -> list[str]:
-    """Subnets a leaf originates: its rail /31s (p2p) or its gateway subnets."""
+def _host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device,
+                  pods: list[Address]) -> list[str]:
+    """Subnets a leaf originates: its rail /31s (p2p) or its gateway subnets, and its nodes' pod prefixes."""
     nets = [a.network for a in own.values() if a.pool == "rails" and not a.interface.startswith("vlan")]
     nets += [str(netaddr.IPNetwork(gw).cidr) for gw in gateways.values()]
+    nets += [a.network for a in pods]
     if device.role == "inband_switch":  # routed to storage (node_ports: inband_bond): its nodes' in-band subnet
         nets += sorted({a.network for a in own.values() if a.pool == "inband" and a.interface.startswith("vlan")})
     return nets
@@ -92,9 +94,10 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
     for lk in (*layout.links, *layout.border_links):
         links_of.setdefault(lk.a_device, []).append(lk)
         links_of.setdefault(lk.b_device, []).append(lk)
-    by_end = {(a.device, a.interface): a for a in layout.addresses}
+    # a rail leaf's pod gateways share the rail SVI (vlan10N) with its subnet's gateway: kept apart
+    by_end = {(a.device, a.interface): a for a in layout.addresses if a.pool != "rail_pods"}
     asn = {a.device: a.asn for a in layout.asns}
-    host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage"))
+    host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage", "rail_pods"))
     by_name = {d.name: d for d in layout.devices}
     partner = _partners(layout.devices)
     services = _services(spec.switch_services)
@@ -104,7 +107,12 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         if fabric is None or model is None or model.kind != "ethernet":
             continue  # InfiniBand switches are configured by the subnet manager (opensm.py)
         links = links_of.get(d.name, [])
-        own = {a.interface: a for a in layout.addresses_by_device.get(d.name, [])}
+        own, pods = {}, []  # a leaf's pod gateways share an interface with its rail address: kept apart
+        for a in layout.addresses_by_device.get(d.name, ()):
+            if a.pool == "rail_pods":
+                pods.append(a)
+            else:
+                own[a.interface] = a
         data_links = [lk for lk in links if lk.tier != "device-oob" or lk.b_device == d.name]
         if d.role == "oob_aggregation" or d.role == "oob_switch":
             data_links = links  # an OOB switch's own eth0 uplink is a cable of the OOB fabric
@@ -116,6 +124,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         qos = _fabric_qos(spec, fabric)
         qos_tiers = (sections.LOSSLESS_TIERS if fabric == "compute" else sections.STORAGE_RDMA_TIERS) if qos else ()
         port_list = sections.ports(d.name, data_links, own, _access_vlans(d, data_links, own, layout), set(qos_tiers))
+        port_list = sections.with_port_secondaries(port_list, pods)
         gateways = _gateways(d, data_links, own, layout)
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
@@ -145,7 +154,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         elif d.role == "inband_spine" and d.name in asn:
             bgp = inband_routing.spine_bgp(asn[d.name], own, inband_nbrs)
         elif d.name in asn:
-            subnets = _host_subnets(own, gateways, d)
+            subnets = _host_subnets(own, gateways, d, pods)
             aggs = sections.aggregates(subnets, host_space)
             nbrs = sections.neighbors(d.name, data_links, by_end, asn, unnumbered)
             if fabric == "inband":  # the routed uplinks are among `nbrs` already; add the peer link's
@@ -154,7 +163,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             if not bgp.router_id:  # a routed in-band switch without a loopback (not storage_converged)
                 bgp = replace(bgp, router_id=inband_routing.router_id(own))
         vlans = sorted({p.access_vlan for p in port_list if p.access_vlan is not None} | set(gateways))
-        svis = sections.gateway_svis(gateways)
+        svis = sections.gateway_svis(gateways, pods)
         oob_svi = f"vlan{OOB_VLAN}"
         if oob_svi in own and d.role == "oob_switch":  # the rack subnet's gateway: a VRR address (mgmt_net.py)
             gw = own.get(f"{oob_svi}-v0")

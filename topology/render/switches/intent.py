@@ -19,6 +19,7 @@ class Port:
     speed_gbps: int
     peer: str  # "device:port" at the cable's other end
     address: str = ""  # with prefix length; "" for L2 or unnumbered ports
+    secondaries: tuple[str, ...] = ()  # more addresses: a p2p rail port's pod gateway (ipam.rail_pod_prefixes)
     access_vlan: int | None = None  # L2 access port of a bridged subnet
     lossless: bool = False  # the fabric's RDMA QoS applies here: ECN, and PFC + watchdog when its Qos has PFC
     mtu: int = JUMBO_MTU
@@ -38,6 +39,7 @@ class Svi:
     address: str  # the subnet's gateway (or, with `vrr`, this switch's own address), with prefix length
     vrr: str = ""  # the shared gateway both switches of a pair answer for (VRR), with prefix length
     vrr_mac: str = ""  # its virtual MAC (00:00:5e:00:01:<vrid>)
+    secondaries: tuple[str, ...] = ()  # more gateways on the VLAN: a rail leaf's pod prefixes (ipam.rail_pod_prefixes)
 
 
 @dataclass(frozen=True, slots=True)

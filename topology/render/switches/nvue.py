@@ -65,7 +65,7 @@ def _interfaces(sw: SwitchIntent, d: Dialect) -> dict:
         out[p.name] = _PortBlock(p, d.ip, pfc)
     out.update(_bonds(sw, d))
     for svi in sw.svis:
-        ip: dict = {"address": {svi.address: {}}}
+        ip: dict = {"address": {a: {} for a in (svi.address, *svi.secondaries)}}
         if svi.vrr:
             ip["vrr"] = {**d.enabled(), "address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, d.vrr_state: {"up": {}}}
         out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, d.ip: ip}
@@ -91,7 +91,8 @@ class _PortBlock:
         out.append(f"{pad}type: swp\n{pad}description: {_plain_or_quoted(p.peer)}\n")
         out.append(_link_lines(pad, p.mtu, p.speed_gbps))
         if p.address:
-            out.append(f"{pad}{self.ip}:\n{pad}  address:\n{pad}    {_plain_or_quoted(p.address)}: {{}}\n")
+            lines = "".join(f"{pad}    {_plain_or_quoted(a)}: {{}}\n" for a in (p.address, *p.secondaries))
+            out.append(f"{pad}{self.ip}:\n{pad}  address:\n{lines}")
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")

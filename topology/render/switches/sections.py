@@ -6,6 +6,7 @@ from __future__ import annotations
 import bisect
 import functools
 import socket
+from dataclasses import replace
 from typing import NamedTuple
 
 import netaddr
@@ -62,6 +63,17 @@ def ports(
             )
         )
     return tuple(sorted(out, key=lambda p: port_key(p.name)))
+
+
+def with_port_secondaries(port_list: tuple[Port, ...], pods: list[Address]) -> tuple[Port, ...]:
+    """p2p rail ports also hold the gateway of their node's pod prefix (pool rail_pods)."""
+    extra: dict[str, list[str]] = {}
+    for a in pods:
+        if not a.interface.startswith("vlan"):
+            extra.setdefault(a.interface, []).append(a.address)
+    if not extra:
+        return port_list
+    return tuple(replace(p, secondaries=tuple(extra[p.name])) if p.name in extra else p for p in port_list)
 
 
 @functools.lru_cache(maxsize=4096)  # the same port names on every switch of a model
@@ -273,8 +285,14 @@ def border_bgp(asn: int, own: dict[str, Address], nbrs: tuple[Neighbor, ...], su
     return Bgp(asn, router_id, nbrs, tuple(held), aggregates, border=BorderPolicy(tuple(site_routes), out))
 
 
-def gateway_svis(vlan_gateways: dict[int, str]) -> tuple[Svi, ...]:
-    return tuple(Svi(vlan, gw) for vlan, gw in sorted(vlan_gateways.items()))
+def gateway_svis(vlan_gateways: dict[int, str], pods: list[Address] = ()) -> tuple[Svi, ...]:
+    """An SVI per gateway VLAN; a rail leaf's pod gateways (pool rail_pods) join its rail VLAN."""
+    extra: dict[str, list[str]] = {}
+    for a in pods:
+        extra.setdefault(a.interface, []).append(a.address)
+    ordered = {k: tuple(sorted(v, key=lambda a: address_key(a.split("/")[0]))) for k, v in extra.items()}
+    return tuple(Svi(vlan, gw, secondaries=ordered.get(f"vlan{vlan}", ()))
+                 for vlan, gw in sorted(vlan_gateways.items()))
 
 
 def oob_neighbors(

@@ -140,6 +140,8 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
         if p.address:
             db.setdefault("INTERFACE", {})[name] = {}
             db["INTERFACE"][f"{name}|{p.address}"] = {}
+            for extra in p.secondaries:  # a p2p rail port's pod gateway beside the /31
+                db["INTERFACE"][f"{name}|{extra}"] = {}
         if p.access_vlan is not None:
             db.setdefault("VLAN_MEMBER", {})[f"Vlan{p.access_vlan}|{name}"] = {"tagging_mode": "untagged"}
 
@@ -149,6 +151,8 @@ def config_db(sw: SwitchIntent, model: SwitchModel) -> dict:
     for svi in sw.svis:
         db.setdefault("VLAN_INTERFACE", {})[f"Vlan{svi.vlan}"] = {}
         db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{svi.address}"] = {}
+        for extra in svi.secondaries:  # SONiC takes one primary subnet per VLAN; more are marked secondary
+            db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{extra}"] = {"secondary": "true"}
         if svi.vrr:  # SONiC MCLAG: both peers carry the gateway address itself on the VLAN
             db["VLAN_INTERFACE"][f"Vlan{svi.vlan}|{svi.vrr}"] = {}
     if sw.loopback:

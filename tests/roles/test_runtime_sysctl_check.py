@@ -1,0 +1,65 @@
+"""A sysctl changed at runtime (its file intact) is drift: under --check, host_tuning and hugepages
+name it (issue 33's drift corpus). Their fix is a `sysctl -w` command, which Ansible skips in check
+mode, so without a check-mode report a drift check of a real node (writable /proc/sys) called such
+a node clean. Run by ansible-playbook under --check on this machine: its own kernel's running
+values are the judge, read here from /proc/sys; check mode writes nothing (asserted)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.roles.playbook import run_play
+from tests.roles.test_bootloader_cmdline import role_tasks
+
+KEY = "kernel.numa_balancing"
+PROC = Path("/proc/sys/kernel/numa_balancing")
+SHOW = "Show the sysctls that differ from the running kernel (check mode)"
+
+pytestmark = pytest.mark.skipif(not (PROC.exists() and os.access("/proc/sys/kernel/hostname", os.W_OK)),
+                                reason="needs NUMA balancing and a writable /proc/sys (root, no container)")
+
+
+def running() -> str:
+    return PROC.read_text().strip()
+
+
+def other(value: str) -> str:
+    return "1" if value == "0" else "0"
+
+
+def shown(results: list[dict]) -> list[dict]:
+    """What the check-mode report task said, item by item (results name tasks `role : task`)."""
+    return [i for r in results if r["task"].split(" : ")[-1] == SHOW for i in r.get("results", [r])]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("runtime-sysctl")
+    before = running()
+    out = {}
+    for role, sysctls_var, extra in (("host_tuning", "host_tuning_sysctls", {}),
+                                     ("hugepages", "hugepages_sysctls", {"hugepages_can_sysctl": True})):
+        hosts = {"drifted": {sysctls_var: {KEY: other(before)}}, "as-planned": {sysctls_var: {KEY: before}}}
+        conf = tmp / f"{role}.conf"
+        out[role] = run_play(tmp, role_tasks(role, ["sysctl.yml"]), hosts,
+                             {f"{role}_sysctl_file": str(conf), **extra}, check=True)
+        assert not conf.exists()  # check mode wrote nothing
+    assert running() == before  # nor changed the kernel
+    return before, out
+
+
+@pytest.mark.parametrize("role", ["host_tuning", "hugepages"])
+def test_a_runtime_sysctl_that_differs_is_reported_as_a_change_in_check_mode(runs, role):
+    before, out = runs
+    changed = [i for i in shown(out[role]["drifted"]) if i.get("changed")]
+    assert [i["msg"] for i in changed] == [f"{KEY}={other(before)} (running {before})"], out[role]["drifted"]
+
+
+@pytest.mark.parametrize("role", ["host_tuning", "hugepages"])
+def test_a_runtime_sysctl_as_planned_is_no_drift(runs, role):
+    _, out = runs
+    items = shown(out[role]["as-planned"])
+    assert items and not any(i.get("changed") for i in items), out[role]["as-planned"]
