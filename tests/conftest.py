@@ -9,6 +9,11 @@ from topology.spec import PodSpec, load_stack_file, parse
 
 ROOT = Path(__file__).resolve().parents[1]
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in ROOT.glob("Pulumi.*.yaml"))
+# [defaults] lines for the strategy the project's ansible.cfg runs with (mitogen_linear: one Python
+# interpreter per host for the run instead of one per task): tests that write an ansible.cfg of
+# their own run Ansible as superpod does, on a fifth to a third less CPU.
+ANSIBLE_STRATEGY_LINES = ("strategy = mitogen_linear\n"
+                          f"strategy_plugins = {ROOT / 'topology' / 'operate' / 'strategy_plugins'}\n")
 
 
 def stack_spec(name: str) -> PodSpec:

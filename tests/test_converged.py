@@ -13,6 +13,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
+from tests.conftest import ANSIBLE_STRATEGY_LINES
 from topology.cli import app
 from topology.operate import converged, inputs, manifest, record_key
 from topology.operate.declared import is_declared_read
@@ -30,7 +31,7 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     (project / "inventories" / "lab" / "hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
-    (project / "ansible.cfg").write_text("[defaults]\ngathering = smart\n")
+    (project / "ansible.cfg").write_text(f"[defaults]\ngathering = smart\n{ANSIBLE_STRATEGY_LINES}")
     (project / "site.yml").write_text(f"""
 - hosts: all
   gather_facts: false

@@ -11,7 +11,8 @@ from ansible.vars.manager import VariableManager
 from tests.conftest import ROOT, STACKS, stack_layout
 from topology.render.artifacts import render_artifacts
 from topology.render.files import write_all
-from topology.render.inventory import GpuNodeVars
+from topology.render.inventory import GpuNodeVars, render_inventory
+from topology.render.slurm_plan import slurm_plan
 
 # What ansible-playbook does at start: without it the API cannot resolve the
 # ansible.builtin.* inventory plugin names of ansible.cfg.
@@ -19,8 +20,11 @@ init_plugin_loader()
 
 
 def write_inventory(name, tmp_path):
+    """The inventory as `superpod plan` writes it (topology/render/artifacts.py: the same render with
+    the same Slurm plan), without the plan's other files, which Ansible never reads: at roce-8k they
+    are most of the plan's CPU (1,087 switch configs, NetBox CSVs, layout.json)."""
     layout = stack_layout(name)
-    write_all(render_artifacts(layout, tmp_path / "out", tmp_path / "inv"))
+    write_all(render_inventory(layout, tmp_path / "inv", slurm_plan(layout)))
     return layout, tmp_path / "inv"
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from tests.conftest import ROOT
+from tests.conftest import ANSIBLE_STRATEGY_LINES, ROOT
 from topology.cli import app
 from topology.operate import manifest
 
@@ -66,7 +66,8 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     (project / "inventories" / "lab" / "hosts.yml").write_text(
         "all:\n  hosts:\n    localhost:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
-    (project / "ansible.cfg").write_text(f"[defaults]\nlibrary = {ROOT / 'roles/rail_network/library'}\n")
+    (project / "ansible.cfg").write_text(f"[defaults]\nlibrary = {ROOT / 'roles/rail_network/library'}\n"
+                                        f"{ANSIBLE_STRATEGY_LINES}")
     (project / "site.yml").write_text(f"""
 - hosts: all
   gather_facts: false

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from tests.conftest import ROOT
+from tests.conftest import ANSIBLE_STRATEGY_LINES, ROOT
 from topology.cli import app
 from topology.operate import converged, inputs, manifest, record_key, trusted_record
 from topology.operate.runs import RunRequest
@@ -57,7 +57,8 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
         "      node_check_require_rail_links: false\n      node_check_host_kernel_checks: false\n"
         "      node_check_rail_lldp: 'off'\n")
     # the repository's shared action (ansible.cfg's action_plugins): node_check's superpod_plan_mismatch
-    (project / "ansible.cfg").write_text(f"[defaults]\ngathering = smart\naction_plugins = {ROOT / 'action_plugins'}\n")
+    (project / "ansible.cfg").write_text(f"[defaults]\ngathering = smart\naction_plugins = {ROOT / 'action_plugins'}\n"
+                                         f"{ANSIBLE_STRATEGY_LINES}")
     (project / "site.yml").write_text(f"""
 - hosts: all
   gather_facts: true  # as site.yml's first play: node_check reads these facts
