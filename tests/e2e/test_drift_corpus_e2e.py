@@ -177,7 +177,7 @@ CASES = [
     Case("package removed", MANY_HOST, "apt-get remove -qq -y linux-cpupower >/dev/null",
          frozenset({("host_tuning", REPORT_INSTALL)})),
     Case("package unheld", MANY_HOST, "apt-mark unhold nvidia-smi >/dev/null",
-         frozenset({("nvidia_driver", "Hold them (dpkg)")})),
+         frozenset({("nvidia_driver", "Hold them (dpkg), those not held yet")})),
 ]
 
 # Tasks that follow from a drifted kernel command line file: the effective command line (all
