@@ -435,8 +435,15 @@ def rest_front(server: FakeNautobot, honour_sort: bool = True):
     """FakeNautobot behind HTTP, paged like Nautobot (unstable order, see paging_server), so the
     real client's paging is in the loop; an IP already on an interface is refused as Nautobot does."""
     pages = paging_server(lambda endpoint, params: server.list(endpoint, **params), honour_sort)
+    # the client's workers call this from several threads: one request at a time, as a database
+    # transaction would see it (the fake's dicts are not safe to read while another thread writes)
+    one_at_a_time = threading.Lock()
 
     def handler(request: httpx.Request) -> httpx.Response:
+        with one_at_a_time:
+            return serve(request)
+
+    def serve(request: httpx.Request) -> httpx.Response:
         endpoint = request.url.path.removeprefix("/api/")
         if request.method == "GET":
             return pages(request)
