@@ -85,7 +85,7 @@ def _skip_converged(req: RunRequest, digest: str, console: Console, progress: bo
     in_scope = {(e.get("event_data") or {}).get("host") for e in outcome.events
                 if str(e.get("event", "")).startswith("runner_on_")} - {None}
     # ansible itself failed (no host's failure explains its exit code): decide nothing from it
-    if outcome.rc != 0 and not host_problems(outcome.events):
+    if outcome.rc != 0 and not found.failed:
         return None
     clean = sorted(h for h in entries if found.clean(h))
     if not clean:
@@ -255,7 +255,7 @@ def quick_drift(req: RunRequest, console: Console, as_json: bool = False, progre
     hosts = sorted(set(drift) | set(problems))
     drifted = sorted(h for h in drift if drift[h] and h not in problems)
     # a node_check mismatch fails its task in the record check (rc 2) and is drift, named in `drift`
-    ansible_failed = outcome.rc != 0 and not host_problems(outcome.events)
+    ansible_failed = outcome.rc != 0 and not found.failed
     code = EXIT_ERROR if problems or not hosts or ansible_failed else (EXIT_FAILED if drifted else EXIT_OK)
     if as_json:
         print(json.dumps({

@@ -96,6 +96,8 @@ class QuickResults:
     drift: dict[str, list[dict]] = field(default_factory=dict)
     unverifiable: dict[str, list[dict]] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
+    # hosts with a failed task, a plan mismatch's too (it is drift, yet it explains ansible's exit code)
+    failed: set[str] = field(default_factory=set)
 
     def clean(self, host: str) -> bool:
         """Nothing differs, nothing went unchecked, no error."""
@@ -111,13 +113,14 @@ def quick_results(events: list[dict]) -> QuickResults:
     for event in events:
         data = event.get("event_data") or {}
         if event.get("event") == "runner_on_ok" and data.get("task") == QUICK_TASK:
-            res = data.get("res") or {}
-            out.drift[data.get("host", "?")] = list(res.get("drift") or []) + out.drift.get(data.get("host", "?"), [])
-            out.unverifiable[data.get("host", "?")] = list(res.get("unverifiable") or [])
+            res, host = data.get("res") or {}, data.get("host", "?")
+            out.drift[host] = list(res.get("drift") or [])
+            out.unverifiable[host] = list(res.get("unverifiable") or [])
     for p in host_problems(events):
+        out.failed.add(p.host)
         if p.mismatches:
             what = f"{p.role or '(play)'} : {p.task}"
-            out.drift[p.host] = out.drift.get(p.host, []) + [{"what": what, "detail": item} for item in p.mismatches]
+            out.drift.setdefault(p.host, []).extend({"what": what, "detail": item} for item in p.mismatches)
         else:
             out.problems[p.host] = p.message
     return out
