@@ -114,9 +114,10 @@ def slurm(lab_pod: LabPod, slurm_work: Path):
         assert key not in overlay.read_text()
         runs = work / "runs"  # its own records: the apply/drift tests' records stay theirs
         # In the e2e session the pod is converged (test_apply_drift_e2e's first apply); run alone, the
-        # health check's node_check also needs the kernel command line host_tuning and hugepages record.
+        # health check's node_check also needs the kernel command line host_tuning and hugepages record,
+        # and the driver (its version is node_check's: without it every node drains "actual n/a").
         tags = "nccl,slurm" if all(pod.sh(h, f"test -s {BOOTLOADER_STAMP}", check=False).returncode == 0
-                                   for h in pod.hosts) else "hugepages,host_tuning,nccl,slurm"
+                                   for h in pod.hosts) else "hugepages,host_tuning,nvidia_driver,nccl,slurm"
         proc = superpod("apply", "--stack", pod.stack, "-i", str(pod.overlay), "-i", str(overlay),
                         "--runs-dir", str(runs), "--limit", f"{controller}:gpu_nodes", "--tags", tags,
                         "--playbook", str(pod.playbook), "--vault-password-file", str(password), "--no-progress")
