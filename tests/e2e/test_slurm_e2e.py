@@ -31,7 +31,8 @@ import yaml
 
 from tests.conftest import stack_layout
 from tests.e2e import fake_gpus
-from tests.e2e.labpod import ROOT, TIMINGS, LabPod, ensure_image, superpod
+from tests.e2e.labpod import ROOT, TIMINGS, LabPod, ensure_image, last_run, superpod
+from topology.operate.events import load_events
 from topology.render.slurm_plan import slurm_plan
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
@@ -266,11 +267,19 @@ def watcher(slurm, slurm_work: Path):
                         "--vault-password-file", str(slurm_work / "vault-pass"), "--no-progress")
         TIMINGS["health_watcher_apply_s"] = round(time.monotonic() - t0, 1)
         assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
+        builds = wheel_builds(last_run(slurm_work / "runs", pod.stack, "apply") / "artifacts/run/job_events")
+        assert len(builds) <= 1, builds  # the lab's nodes share one image: one Python and CPU, one wheelhouse
         yield pod, controller, plan
     finally:
         for host in pod.hosts:
             pod.sh(host, "systemctl disable --now superpod-health-watcher 2>/dev/null", check=False)
         TIMINGS["health_watcher_total_s"] = round(time.monotonic() - t0, 1)
+
+
+def wheel_builds(job_events: Path) -> list[str]:
+    """The hosts the controller built the watcher's wheel for in that run (none when it was built before)."""
+    return [e["event_data"]["host"] for e in load_events(job_events)
+            if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Build the watcher wheel"]
 
 
 def _drained(pod: LabPod, controller: str) -> dict[str, str]:
