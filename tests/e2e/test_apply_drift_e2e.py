@@ -83,6 +83,11 @@ def test_first_apply_converges_every_node(pod):
     tallies = tallies_of(pod, "apply")
     assert sorted(tallies) == pod.hosts
     assert all(t.failed == 0 and t.unreachable == 0 and t.changed > 0 for t in tallies.values()), tallies
+    # the lab's nodes share one image (one Python and CPU): the exporter's wheelhouse is built once at most
+    events = load_events(last_run(pod.runs_dir, pod.stack, "apply") / "artifacts/run/job_events")
+    builds = [e["event_data"]["host"] for e in events
+              if e.get("event") == "runner_on_ok" and e["event_data"].get("task") == "Build the exporter wheel"]
+    assert len(builds) <= 1, builds
 
 
 def test_second_apply_changes_nothing(pod):
