@@ -16,9 +16,10 @@ check names nothing else there either.
 
 Expectations come from this table and the plan (the inventory's GPU count, the roles' task
 names), never from the output under test. What a container cannot hold (the node's own kernel:
-loaded modules, HugePages pools, /proc/cmdline; rail NICs, LLDP, ConnectX firmware; switches) is
-listed in docs/operations.md ("The drift corpus") with the stand-in used or the test that covers
-it elsewhere.
+loaded modules, HugePages pools, /proc/cmdline; rail NICs, LLDP, ConnectX firmware) is listed in
+docs/operations.md ("The drift corpus") with the stand-in used or the test that covers it
+elsewhere; the lab pushes to no switch, so a switch's running configuration edited and a switch
+re-plan are held to the same plain == full property in tests/test_switch_drift_plain_path.py.
 
 Cost: everything is injected before one check of each kind: the corpus adds five superpod runs
 to the e2e job (a plain apply that skips every converged node, drift --quick, drift, drift --fix
