@@ -16,9 +16,10 @@ check names nothing else there either.
 
 Expectations come from this table and the plan (the inventory's GPU count, the roles' task
 names), never from the output under test. What a container cannot hold (the node's own kernel:
-loaded modules, HugePages pools, /proc/cmdline; rail NICs, LLDP, ConnectX firmware; switches) is
-listed in docs/operations.md ("The drift corpus") with the stand-in used or the test that covers
-it elsewhere.
+loaded modules, HugePages pools, /proc/cmdline; rail NICs, LLDP, ConnectX firmware) is listed in
+docs/operations.md ("The drift corpus") with the stand-in used or the test that covers it
+elsewhere; the lab pushes to no switch, so a switch's running configuration edited and a switch
+re-plan are held to the same plain == full property in tests/test_switch_drift_plain_path.py.
 
 Cost: everything is injected before one check of each kind: the corpus adds five superpod runs
 to the e2e job (a plain apply that skips every converged node, drift --quick, drift, drift --fix
@@ -33,7 +34,7 @@ from dataclasses import dataclass
 import pytest
 
 from tests.e2e import fake_gpus
-from tests.e2e.labpod import TIMINGS, LabPod, drift_json
+from tests.e2e.labpod import CONTAINER_SWITCHES, TIMINGS, LabPod, drift_json
 from tests.e2e.test_apply_drift_e2e import tallies_of, timed
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(2700)]
@@ -113,6 +114,31 @@ def restore_kernel(pod: LabPod) -> None:
 
 REPORT_INSTALL = "Report the packages a run would install (check mode, from the package read)"
 
+# A package upgraded in place, above the plan's pin: the lab's toolkit stand-in pins its Debian
+# packages (labpod.CONTAINER_SWITCHES, cuda_toolkit_versions), and Debian 12 carries only that
+# build, so the higher build is the pinned one repacked with a higher version (same files), put
+# in with dpkg past the hold and held again, as an upgrade by hand leaves it. The fix must take it
+# back down to the pin (apt refuses a downgrade and a held change unless the role allows both).
+TOOLKIT = CONTAINER_SWITCHES["cuda_toolkit_versions"][0]
+UPGRADED_PACKAGE, PINNED_VERSION = TOOLKIT["packages"][-1], TOOLKIT["package_version"]
+UPGRADED_VERSION = f"{PINNED_VERSION}+corpus1"
+
+
+def upgrade_package(pod: LabPod) -> None:
+    pkg, pin = UPGRADED_PACKAGE, PINNED_VERSION
+    download = f"apt-get download -qq '{pkg}={pin}'"
+    pod.sh(MANY_HOST, f"set -e; rm -rf /tmp/corpus-upgrade; mkdir /tmp/corpus-upgrade; cd /tmp/corpus-upgrade; "
+                      f"{download} || (apt-get update -qq && {download}); "
+                      f"dpkg-deb -R {pkg}_*.deb tree; "
+                      f"sed -i 's/^Version: .*/Version: {UPGRADED_VERSION}/' tree/DEBIAN/control; "
+                      "dpkg-deb -b tree upgraded.deb >/dev/null; dpkg --force-hold -i upgraded.deb >/dev/null; "
+                      f"apt-mark hold {pkg} >/dev/null; cd /; rm -rf /tmp/corpus-upgrade")
+    assert installed_version(pod, pkg) == UPGRADED_VERSION
+
+
+def installed_version(pod: LabPod, pkg: str) -> str:
+    return pod.sh(MANY_HOST, f"dpkg-query -W -f '${{Version}}' {pkg}").stdout.strip()
+
 CASES = [
     # ---- GPUs (node_check, through the nvidia-smi stand-in; hardware: apply cannot fix them)
     Case("GPU lost", GPU_HOST, break_gpus, node_check=("gpu count (expected {gpus}, actual {gpus_left}",),
@@ -178,6 +204,8 @@ CASES = [
          frozenset({("host_tuning", REPORT_INSTALL)})),
     Case("package unheld", MANY_HOST, "apt-mark unhold nvidia-smi >/dev/null",
          frozenset({("nvidia_driver", "Hold them (dpkg), those not held yet")})),
+    Case("package upgraded (above its pin)", MANY_HOST, upgrade_package, frozenset({("cuda_toolkit", REPORT_INSTALL)}),
+         stand_in="the pinned build repacked with a higher version (Debian 12 carries one build of it)"),
 ]
 
 # Tasks that follow from a drifted kernel command line file: the effective command line (all
@@ -306,6 +334,9 @@ def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_p
         assert "kernel.numa_balancing = 0" in pod.sh(HAND_HOST, "cat /etc/sysctl.d/60-superpod-host-tuning.conf").stdout
         pod.sh(HAND_HOST, "test -s /etc/security/limits.d/90-superpod-memlock.conf")
         assert pod.sh(GPU_HOST, "sysctl -n kernel.numa_balancing").stdout.strip() == "0"  # written through the role
+        # back down to the plan's pin, and held again
+        assert installed_version(pod, UPGRADED_PACKAGE) == PINNED_VERSION
+        assert UPGRADED_PACKAGE in pod.sh(MANY_HOST, "apt-mark showhold").stdout.split()
         # the fixed hosts and roles check clean (the fix touched nothing else: a whole-pod check
         # would only repeat the one above)
         after = drift_json(timed("corpus_drift_after_fix_s", pod, "drift", "--json", "--limit", ",".join(hosts),

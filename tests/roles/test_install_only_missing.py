@@ -48,7 +48,8 @@ DEBIAN = {"os_family": "Debian", "distribution": "Debian", "distribution_major_v
 RECORDER = """#!/usr/bin/python
 from ansible.module_utils.basic import AnsibleModule
 module = AnsibleModule(argument_spec={"name": {"type": "list", "elements": "str"}, "state": {"type": "str"},
-                                      "update_cache": {"type": "bool"}}, supports_check_mode=True)
+                                      "update_cache": {"type": "bool"}, "allow_downgrade": {"type": "bool"},
+                                      "allow_change_held_packages": {"type": "bool"}}, supports_check_mode=True)
 module.exit_json(changed=True, called_with=module.params)
 """
 
@@ -110,9 +111,10 @@ def _with_query_output(hosts: dict) -> dict:
 
 
 # A toolkit pinned to a package version: installed at that version nothing runs; at another
-# version the install runs (with the pin) and reports the change.
+# version the install runs (with the pin) and reports the change; above it (upgraded by hand, the
+# drift corpus's "package upgraded") the install takes it back down to the pin.
 CUDA_PIN = "13.0.2-1"
-PINNED = {"cuda-pinned-same": CUDA_PIN, "cuda-pinned-other": "13.0.1-1"}
+PINNED = {"cuda-pinned-same": CUDA_PIN, "cuda-pinned-other": "13.0.1-1", "cuda-pinned-above": "13.0.3-1"}
 
 
 def _run(tmp_path, check: bool):
@@ -189,13 +191,18 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
     # runs (the package manager changes the version), under --check too
     install = f"cuda_toolkit: {INSTALLS['cuda_toolkit'][3][-1]}"
     assert _ran(results["cuda-pinned-same"], "cuda_toolkit") == []
-    ran = [r for r in results["cuda-pinned-other"] if r["task"] == (
-        f"cuda_toolkit: {REPORT}" if check else install)]
-    assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, ran
-    if check:
-        assert ran[0]["msg"] == "would install: " + ", ".join(f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit"))
-    else:
-        assert ran[0]["called_with"]["name"] == [f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit")]
+    for host in ("cuda-pinned-other", "cuda-pinned-above"):
+        ran = [r for r in results[host] if r["task"] == (f"cuda_toolkit: {REPORT}" if check else install)]
+        assert ran and not ran[0].get("skipped") and ran[0].get("changed") is True, (host, ran)
+        if check:
+            assert ran[0]["msg"] == "would install: " + ", ".join(f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit"))
+        else:
+            called = ran[0]["called_with"]
+            assert called["name"] == [f"{p}={CUDA_PIN}" for p in _packages("cuda_toolkit")]
+            # back down to the pin, whatever the hold: apt refuses both without these (seen on the
+            # lab's Debian 12: "Packages were downgraded and -y was used without --allow-downgrades",
+            # then "Held packages were changed ... without --allow-change-held-packages")
+            assert (called["allow_downgrade"], called["allow_change_held_packages"]) == (True, True), called
     for host in PINNED:
         assert all(_ran(results[host], key) == [] for key in INSTALLS if key != "cuda_toolkit"), host
     # fabric_telemetry: the apt dry run still decides the install and the index refresh (never
