@@ -86,7 +86,9 @@ def _base(project: Path) -> tuple[str, ...]:
 
 def _drift(project: Path, *extra: str) -> tuple[int, dict]:
     result = _cli("drift", *_base(project), "--json", *extra)
-    return result.exit_code, json.loads(result.stdout)
+    report = json.loads(result.stdout)
+    report["stderr"] = result.stderr  # why a record was not trusted, for a failing assertion's message
+    return result.exit_code, report
 
 
 def test_a_lost_gpu_is_never_clean_by_the_record_plain_and_full_agree(tmp_path):
@@ -97,7 +99,7 @@ def test_a_lost_gpu_is_never_clean_by_the_record_plain_and_full_agree(tmp_path):
         project / ".runs" / "lab" / "manifest" / "localhost.json")  # that the run checked the node
     assert SKIPPED in _cli("apply", *_base(project)).output  # node_check passed in the record check too
     code, report = _drift(project)
-    assert code == 0 and report["record_clean_hosts"] == ["localhost"]
+    assert code == 0 and report["record_clean_hosts"] == ["localhost"], report
 
     _gpus(managed / "gpus.csv", lost=(3,), persistence_off=(0,))  # GPU 3 fell off the bus, GPU 0 persistence off
     plain_code, plain = _drift(project)
