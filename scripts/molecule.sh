@@ -4,7 +4,9 @@
 #   2. builds the base image once, content-keyed: superpod-debian12:<hash of molecule/image/*>,
 #   3. runs `molecule test` for each roles/*/molecule/*/molecule.yml, at most
 #      MOLECULE_JOBS (default 2) at a time, one log per scenario under build/molecule-logs/,
-#      a summary line per scenario; exits non-zero if any failed.
+#      a summary line per scenario; exits non-zero if any failed. Each run gets a fresh molecule
+#      state directory (build/molecule-state/ROLE-SCENARIO); the containers come from
+#      molecule/create.yml and go with molecule/destroy.yml (molecule/base.yml).
 # Usage: scripts/molecule.sh [ROLE[/SCENARIO] ...]   (default: all scenarios)
 # Order and MOLECULE_SKIP: scripts/molecule-scenarios.sh (longest first).
 # Env:   MOLECULE_JOBS=2  MOLECULE_IMAGE (override the image)  MOLECULE_KEEP_LOGS_QUIET=1
