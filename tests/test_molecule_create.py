@@ -115,9 +115,13 @@ def test_create_makes_the_drivers_container_replaces_leftovers_and_destroy_remov
         docker("network", "rm", ours["networks"][0]["name"], theirs["networks"][0]["name"], check=False)
 
 
-def test_create_refuses_a_platform_option_it_does_not_apply(image, tmp_path):
+@pytest.mark.parametrize(("extra", "named"), [
+    ({"privileged": True}, "'privileged'"),                     # a key create.yml does not apply
+    ({"command": 'bash -c "sleep 1"'}, "a command without quotes"),  # the driver would shlex-split it
+])
+def test_create_refuses_a_platform_it_would_not_make_as_the_driver(image, tmp_path, extra, named):
     name = f"superpod-test-refused-{uuid.uuid4().hex[:8]}"
-    run = playbook(CREATE, [platform(image, name, name, privileged=True)], tmp_path)
+    run = playbook(CREATE, [platform(image, name, name, **extra)], tmp_path)
     assert run.returncode != 0
-    assert f"platform {name}" in run.stdout and "'privileged'" in run.stdout, run.stdout[-3000:]
+    assert f"platform {name}" in run.stdout and named in run.stdout, run.stdout[-3000:]
     assert docker("container", "inspect", name, check=False).returncode != 0
