@@ -47,16 +47,27 @@ def platform(image: str, name: str, network: str, **extra) -> dict:
     return {**node, "name": name, "image": image, "networks": [{"name": network}], **extra}
 
 
-def playbook(path: Path, platforms: list[dict], tmp_path: Path) -> subprocess.CompletedProcess:
-    """Runs a create/destroy playbook with the variables molecule gives it."""
+def start_playbook(path: Path, platforms: list[dict], workdir: Path) -> subprocess.Popen:
+    """Starts a create/destroy playbook with the variables molecule gives it."""
+    workdir.mkdir(exist_ok=True)
     variables = {"molecule_yml": {"platforms": platforms}, "molecule_no_log": False,
-                 "molecule_scenario_directory": str(tmp_path), "molecule_ephemeral_directory": str(tmp_path)}
-    (tmp_path / "vars.json").write_text(json.dumps(variables))
+                 "molecule_scenario_directory": str(workdir), "molecule_ephemeral_directory": str(workdir)}
+    (workdir / "vars.json").write_text(json.dumps(variables))
     env = {k: v for k, v in os.environ.items() if not k.startswith("ANSIBLE_")}
     env["PATH"] = f"{Path(sys.executable).parent}:{env['PATH']}"
-    return subprocess.run(
+    return subprocess.Popen(
         ["ansible-playbook", "-i", "localhost,", "-e", f"ansible_python_interpreter={sys.executable}",
-         "-e", "@vars.json", str(path)], cwd=tmp_path, env=env, capture_output=True, text=True)
+         "-e", "@vars.json", str(path)], cwd=workdir, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        text=True)
+
+
+def finished(run: subprocess.Popen) -> subprocess.CompletedProcess:
+    out, _ = run.communicate(timeout=600)
+    return subprocess.CompletedProcess(run.args, run.returncode, out)
+
+
+def playbook(path: Path, platforms: list[dict], workdir: Path) -> subprocess.CompletedProcess:
+    return finished(start_playbook(path, platforms, workdir))
 
 
 def inspect(name: str) -> dict:
@@ -90,10 +101,13 @@ def test_create_makes_the_drivers_container_replaces_leftovers_and_destroy_remov
     theirs = platform(image, f"superpod-test-driver-{tag}", f"superpod-test-driver-{tag}")
     # a killed run's leftover under our name: create must not reuse it
     leftover = docker("create", "--name", ours["name"], image, "true").stdout.strip()
+    driver_run = None
     try:
-        run = playbook(DRIVER_PLAYBOOKS / "create.yml", [theirs], tmp_path)
+        # side by side: the driver's polls at a 5 s delay would otherwise set the test's time
+        driver_run = start_playbook(DRIVER_PLAYBOOKS / "create.yml", [theirs], tmp_path / "driver")
+        run = playbook(CREATE, [ours], tmp_path / "ours")
         assert run.returncode == 0, run.stdout[-3000:]
-        run = playbook(CREATE, [ours], tmp_path)
+        run = finished(driver_run)
         assert run.returncode == 0, run.stdout[-3000:]
 
         made, reference = inspect(ours["name"]), inspect(theirs["name"])
@@ -106,11 +120,13 @@ def test_create_makes_the_drivers_container_replaces_leftovers_and_destroy_remov
         network = json.loads(docker("network", "inspect", ours["networks"][0]["name"]).stdout)[0]
         assert network["Labels"] == {"owner": "molecule"}
 
-        run = playbook(DESTROY, [ours], tmp_path)
+        run = playbook(DESTROY, [ours], tmp_path / "ours")
         assert run.returncode == 0, run.stdout[-3000:]
         assert docker("container", "inspect", ours["name"], check=False).returncode != 0
         assert docker("network", "inspect", ours["networks"][0]["name"], check=False).returncode != 0
     finally:
+        if driver_run is not None and driver_run.poll() is None:
+            driver_run.communicate(timeout=600)  # let it finish before its container goes
         docker("rm", "--force", ours["name"], theirs["name"], check=False)
         docker("network", "rm", ours["networks"][0]["name"], theirs["networks"][0]["name"], check=False)
 
