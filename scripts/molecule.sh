@@ -4,7 +4,9 @@
 #   2. builds the base image once, content-keyed: superpod-debian12:<hash of molecule/image/*>,
 #   3. runs `molecule test` for each roles/*/molecule/*/molecule.yml, at most
 #      MOLECULE_JOBS (default 2) at a time, one log per scenario under build/molecule-logs/,
-#      a summary line per scenario; exits non-zero if any failed.
+#      a summary line per scenario; exits non-zero if any failed. Each run gets a fresh molecule
+#      state directory (build/molecule-state/ROLE-SCENARIO); the containers come from
+#      molecule/create.yml and go with molecule/destroy.yml (molecule/base.yml).
 # Usage: scripts/molecule.sh [ROLE[/SCENARIO] ...]   (default: all scenarios)
 # Order and MOLECULE_SKIP: scripts/molecule-scenarios.sh (longest first).
 # Env:   MOLECULE_JOBS=2  MOLECULE_IMAGE (override the image)  MOLECULE_KEEP_LOGS_QUIET=1
@@ -16,7 +18,8 @@ export NO_COLOR=1 PY_COLORS=0 ANSIBLE_NOCOLOR=1
 export MOLECULE_NO_LOG=${MOLECULE_NO_LOG:-false}  # show docker create/destroy errors in the logs
 jobs_max=${MOLECULE_JOBS:-2}
 logdir=$root/build/molecule-logs
-mkdir -p "$logdir"
+statedir=$root/build/molecule-state  # each scenario's MOLECULE_EPHEMERAL_DIRECTORY
+mkdir -p "$logdir" "$statedir"
 t_start=$(date +%s)
 log() { printf '[molecule.sh %(%H:%M:%S)T] %s\n' -1 "$*"; }
 sudo_cmd=""; [[ $(id -u) -eq 0 ]] || sudo_cmd="sudo"
@@ -81,7 +84,11 @@ run_one() { # roles/R/molecule/S/molecule.yml -> writes $logdir/R-S.{log,result}
   local f=$1 role scenario name t0 rc
   role=$(cut -d/ -f2 <<<"$f"); scenario=$(cut -d/ -f4 <<<"$f"); name=$role/$scenario
   t0=$(date +%s)
-  ( cd "roles/$role" && molecule -c "$root/molecule/base.yml" test -s "$scenario" ) \
+  # A fresh molecule state directory each run: a killed run's state ("created") would make create
+  # skip; its leftover containers are replaced by molecule/create.yml (no leading destroy).
+  rm -rf "$statedir/$role-$scenario"
+  ( cd "roles/$role" && MOLECULE_EPHEMERAL_DIRECTORY="$statedir/$role-$scenario" \
+      molecule -c "$root/molecule/base.yml" test -s "$scenario" ) \
     </dev/null >"$logdir/$role-$scenario.log" 2>&1 && rc=0 || rc=$?
   echo "$rc $(( $(date +%s) - t0 ))" >"$logdir/$role-$scenario.result"
   if ((rc == 0)); then log "PASS $name ($(( $(date +%s) - t0 ))s)"

@@ -55,3 +55,17 @@ def test_every_sequence_converges_proves_idempotence_and_verifies():
         steps = [s for s in sequence if s in ("create", "converge", "idempotence", "verify")]
         assert steps == ["create", "converge", "idempotence", "verify"], (path, sequence)
         assert sequence[-1] == "destroy", (path, sequence)
+        # no leading destroy: molecule/create.yml replaces a killed run's leftovers itself
+        assert sequence[0] == "create", (path, sequence)
+
+
+def test_create_and_destroy_are_the_shared_playbooks():
+    """Every scenario runs molecule/create.yml and destroy.yml (tests/test_molecule_create.py), not
+    the docker driver's own (an async job per container polled at a 5 s delay)."""
+    base = yaml.safe_load((ROOT / "molecule" / "base.yml").read_text())["provisioner"]["playbooks"]
+    for path in sorted(all_scenarios()):
+        scenario_dir = (ROOT / path).parent
+        own = (yaml.safe_load((ROOT / path).read_text()).get("provisioner") or {}).get("playbooks") or {}
+        for step in ("create", "destroy"):
+            assert step not in own, (path, step)
+            assert (scenario_dir / base[step]).resolve() == ROOT / "molecule" / f"{step}.yml", (path, step)
