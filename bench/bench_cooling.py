@@ -15,7 +15,7 @@ Prints the first cycle (includes per-PDU SNMP discovery walks) and steady-state 
 ok, per-target p50/p95 and the agent's RSS (now and peak: bounded means flat across cycles).
 On a shared machine the agent's CPU seconds are the figure to compare, not wall. The target
 (issue 39): one full steady cycle of 5,000 targets (--pdus 4500 --cdus 500) under 5 s;
---strict makes missing it exit 1.
+--strict makes missing it exit 1; --profile FILE writes a CPU-time cProfile of the steady cycles.
 """
 
 from __future__ import annotations
