@@ -63,25 +63,32 @@ class Store:
             self.targets[name].errors[reason] += n
 
 
-def combine(samples: list[Sample]) -> list[Sample]:
-    """Merge samples with identical metric+labels per the catalogue's aggregation."""
+def combine(samples: list[Sample], base_labels: dict[str, str] | None = None) -> list[Sample]:
+    """Merge samples with identical metric+labels per the catalogue's aggregation; each
+    merged sample carries ``base_labels`` (the target's) under its own."""
+    base = base_labels or {}
     out: dict[tuple, Sample] = {}
     for s in samples:
         key = (s.metric, tuple(sorted(s.labels.items())))
         prev = out.get(key)
         if prev is None:
-            out[key] = Sample(s.metric, s.labels, s.value)
+            out[key] = Sample(s.metric, {**base, **s.labels}, s.value)
         elif METRICS[s.metric].agg == "sum":
             prev.value += s.value
     return list(out.values())
 
 
-def bound_series(samples: list[Sample], max_label_length: int, max_series: int) -> tuple[list[Sample], int]:
+def bound_series(samples: list[Sample], max_label_length: int, max_series: int,
+                 base_labels: dict[str, str] | None = None) -> tuple[list[Sample], int]:
     """What one target may put into a scrape: device-given label values (member Ids) cut to
-    ``max_label_length`` characters, then merged, then at most ``max_series`` series. Returns
-    the kept samples and how many series were dropped."""
-    cut = [Sample(s.metric, {k: v[:max_label_length] for k, v in s.labels.items()}, s.value) for s in samples]
-    merged = combine(cut)
+    ``max_label_length`` characters, then merged, then at most ``max_series`` series, each
+    labelled with ``base_labels`` too. Returns the kept samples and how many series were
+    dropped. A cycle of 5,000 targets passes 150,000 samples here: a sample whose labels
+    need no cut is not copied (one new Sample per series, made by combine)."""
+    cut = [s if all(len(v) <= max_label_length for v in s.labels.values())
+           else Sample(s.metric, {k: v[:max_label_length] for k, v in s.labels.items()}, s.value)
+           for s in samples]
+    merged = combine(cut, base_labels)
     return merged[:max_series], max(0, len(merged) - max_series)
 
 

@@ -32,6 +32,10 @@ from .snmp_wire import GET, GETBULK, GETNEXT
 if TYPE_CHECKING:
     from pysnmp.hlapi.v3arch.asyncio import SnmpEngine
 
+# readings below 2**53 (16 digits) times a factor of at most 12 digits fit the Decimal
+# context's 28 digits: the product is exact on both paths of Planned.scaled, which then
+# agree bit for bit (each rounds the exact value once, correctly)
+_EXACT = 1 << 53
 _NO_SUCH_NAME = 2  # SNMPv1 error-status for a missing object / end of MIB
 
 
@@ -79,12 +83,22 @@ class _CommunitySession:
 
 
 @dataclass
-class _Planned:
+class Planned:
     oid: tuple[int, ...]
     series: Series
     labels: dict[str, str]
     factor: Decimal  # scale / 10^decimal digits
     invalid: frozenset[int]
+
+    def __post_init__(self) -> None:
+        # the factor as an exact fraction: int / int is correctly rounded, so for an integer
+        # reading (nearly all) num * n / d is the float of the exact Decimal product, ~5x cheaper
+        self.ratio = self.factor.as_integer_ratio() if len(self.factor.as_tuple().digits) <= 12 else None
+
+    def scaled(self, num: int | Decimal) -> float:
+        if self.ratio is not None and type(num) is int and -_EXACT < num < _EXACT:
+            return num * self.ratio[0] / self.ratio[1]
+        return float(num * self.factor)
 
 
 class SnmpPoller:
@@ -109,7 +123,7 @@ class SnmpPoller:
             community = cred.community.get_secret_value() if cred.community else "public"
             self._session = _CommunitySession(client, target, community, timeout_s)
             self._v3 = False
-        self._plan: list[_Planned] | None = None
+        self._plan: list[Planned] | None = None
         self._requests: list[tuple[list[tuple[int, ...]], bytes]] = []  # planned GETs, encoded once
         self._planned_at = 0.0
 
@@ -172,7 +186,7 @@ class SnmpPoller:
                 cursor.pop(col, None)
         return result
 
-    async def discover(self) -> list[_Planned]:
+    async def discover(self) -> list[Planned]:
         series = self.profile.series
         columns = sorted({s.column_oid for s in series})
         walked = await self._walk(columns)
@@ -189,7 +203,7 @@ class SnmpPoller:
                     if aux is not None:
                         aux_needed.add(aux.column_oid + aux.pattern.render(caps))
         aux = await self._get(sorted(aux_needed)) if aux_needed else {}
-        plan: list[_Planned] = []
+        plan: list[Planned] = []
         for s, oid, caps in found:
             if s.where is not None:
                 v = _raw_number(aux.get(s.where.column_oid + s.where.pattern.render(caps)))
@@ -204,10 +218,10 @@ class SnmpPoller:
             labels = dict(s.labels)
             for name, raw in caps.items():
                 labels[name] = s.label_values.get(name, {}).get(raw, raw)
-            plan.append(_Planned(oid, s, labels, s.scale / divisor, frozenset(self.profile.invalid_for(s))))
+            plan.append(Planned(oid, s, labels, s.scale / divisor, frozenset(self.profile.invalid_for(s))))
         return plan
 
-    def _set_plan(self, plan: list[_Planned]) -> None:
+    def _set_plan(self, plan: list[Planned]) -> None:
         self._plan = plan
         # the steady-state GETs never change until the next discovery: encode them once
         self._requests = [(chunk, snmp_wire.encode_varbinds(chunk))
@@ -240,7 +254,7 @@ class SnmpPoller:
                 continue
             if isinstance(num, int) and num in p.invalid:
                 continue
-            result.add(p.series.metric, float(num * p.factor), **p.labels)
+            result.add(p.series.metric, p.scaled(num), **p.labels)
         if missing:
             self._plan = None  # the device changed (outlet removed, firmware): rediscover next time
         if not result.samples:
