@@ -49,17 +49,21 @@ class SmallPages(Nautobot):
 
 
 class Reader:
-    """What Nautobot holds, read with depth=1 so related objects come with their names."""
+    """What Nautobot holds, read flat (depth 0, many-to-many fields only where tags are compared): related
+    objects come as ids and are named from this reader's own reads of those objects, so the server
+    serializes no nested objects (at depth=1 each interface carried its whole device, each outlet its
+    device and power port)."""
 
     def __init__(self, url: str, token: str):
         self.http = httpx.Client(base_url=url + "/api/", headers={"Authorization": f"Token {token}"},
                                  timeout=TIMEOUT)
 
-    def all(self, endpoint: str, **params) -> list[dict]:
+    def all(self, endpoint: str, m2m: bool = False, **params) -> list[dict]:
         """Every object once: paged over a unique order (sort=id), checked against the count."""
         out, offset = [], 0
+        light = {} if m2m else {"exclude_m2m": "true"}
         while True:
-            body = self.http.get(endpoint, params={**params, "sort": "id", "limit": 1000, "offset": offset}
+            body = self.http.get(endpoint, params={**params, **light, "sort": "id", "limit": 1000, "offset": offset}
                                  ).raise_for_status().json()
             out += body["results"]
             if not body["next"]:
@@ -67,55 +71,68 @@ class Reader:
                 return out
             offset += 1000
 
-    def interfaces(self, site: str) -> list[dict]:
-        return self.all("dcim/interfaces/", location=site, depth=1)
+    def names(self, endpoint: str, field: str = "name", **params) -> dict[str, str]:
+        return {o["id"]: o[field] for o in self.all(endpoint, **params)}
 
-    def cables(self, site: str, ifaces: list[dict] | None = None) -> dict:
+    def interfaces(self, site: str, devices: dict[str, str] | None = None) -> dict[str, tuple]:
+        """id -> ((device, name), (type, speed))."""
+        devices = devices or self.names("dcim/devices/", location=site)
+        return {i["id"]: ((devices[i["device"]["id"]], i["name"]), (_choice(i["type"]), i["speed"]))
+                for i in self.all("dcim/interfaces/", location=site)}
+
+    def cables(self, site: str, ifaces: dict[str, tuple] | None = None) -> dict:
         """Data cables by label: their two ends as (device, interface)."""
-        by_id = {i["id"]: (i["device"]["name"], i["name"]) for i in ifaces or self.interfaces(site)}
-        return {c["label"]: frozenset({by_id.get(c["termination_a_id"]), by_id.get(c["termination_b_id"])})
-                for c in self.all("dcim/cables/") if c["termination_a_id"] in by_id or c["termination_b_id"] in by_id}
+        ends = {k: v[0] for k, v in (ifaces or self.interfaces(site)).items()}
+        return {c["label"]: frozenset({ends.get(c["termination_a_id"]), ends.get(c["termination_b_id"])})
+                for c in self.all("dcim/cables/") if c["termination_a_id"] in ends or c["termination_b_id"] in ends}
 
     def pod(self, site: str) -> dict:
-        devices = self.all("dcim/devices/", location=site, depth=1)
-        ifaces = self.interfaces(site)
-        by_id = {i["id"]: (i["device"]["name"], i["name"]) for i in ifaces}
-        ips = {ip["id"]: ip["address"] for ip in self.all("ipam/ip-addresses/", namespace=site)}
+        devices = self.all("dcim/devices/", m2m=True, location=site)
+        device_names = {d["id"]: d["name"] for d in devices}
+        ifaces = self.interfaces(site, device_names)
+        racks = self.all("dcim/racks/", location=site)
+        rack_names, groups = {r["id"]: r["name"] for r in racks}, self.names("dcim/rack-groups/", location=site)
+        types, roles = self.names("dcim/device-types/", "model"), self.names("extras/roles/")
+        tags = self.names("extras/tags/")
+        ips = self.names("ipam/ip-addresses/", "address", namespace=site)
         assigned: dict[str, set] = {}
         for a in self.all("ipam/ip-address-to-interface/"):
             if a["ip_address"]["id"] in ips:
-                assigned.setdefault(ips[a["ip_address"]["id"]], set()).add(by_id[a["interface"]["id"]])
+                assigned.setdefault(ips[a["ip_address"]["id"]], set()).add(ifaces[a["interface"]["id"]][0])
         return {
-            "devices": {d["name"]: ((d["rack"] or {}).get("name"), d["position"], d["device_type"]["model"],
-                                    d["role"]["name"], d["custom_fields"].get("superpod_asn"),
-                                    frozenset(t["name"] for t in d["tags"])) for d in devices},
-            "interfaces": {by_id[i["id"]]: (i["type"]["value"] if isinstance(i["type"], dict) else i["type"],
-                                            i["speed"]) for i in ifaces},
+            "devices": {d["name"]: (rack_names.get((d["rack"] or {}).get("id")), d["position"],
+                                    types[d["device_type"]["id"]], roles[d["role"]["id"]],
+                                    d["custom_fields"].get("superpod_asn"), frozenset(tags[t["id"]] for t in d["tags"]))
+                        for d in devices},
+            "interfaces": dict(ifaces.values()),
             "cables": self.cables(site, ifaces),
             "addresses": {addr: frozenset(ifs) for addr, ifs in assigned.items()},
             "prefixes": {p["prefix"] for p in self.all("ipam/prefixes/", namespace=site)},
-            "racks": {r["name"]: (r["rack_group"]["name"], r["u_height"])
-                      for r in self.all("dcim/racks/", location=site, depth=1)},
-            **self.power(site),
+            "racks": {r["name"]: (groups[r["rack_group"]["id"]], r["u_height"]) for r in racks},
+            **self.power(site, device_names, rack_names),
         }
 
-    def power(self, site: str) -> dict:
+    def power(self, site: str, devices: dict[str, str], racks: dict[str, str]) -> dict:
         """Feeds with their ratings, PDU inputs cabled to them; ports and outlets (made by templates)."""
-        choice = lambda v: v["value"] if isinstance(v, dict) else v  # noqa: E731
-        feeds = self.all("dcim/power-feeds/", location=site, depth=1)
-        ports = {p["id"]: (p["device"]["name"], p["name"])
-                 for p in self.all("dcim/power-ports/", location=site, depth=1)}
+        panels = self.names("dcim/power-panels/", location=site)
+        feeds = self.all("dcim/power-feeds/", location=site)
+        feed_names = {f["id"]: f["name"] for f in feeds}
+        ports = {p["id"]: (devices[p["device"]["id"]], p["name"])
+                 for p in self.all("dcim/power-ports/", location=site)}
         loc = self.all("dcim/locations/", name=site)[0]["id"]
         return {
-            "power_feeds": {f["name"]: (f["power_panel"]["name"], f["rack"]["name"], f["voltage"], f["amperage"],
-                                        choice(f["phase"]), choice(f["power_path"])) for f in feeds},
-            "power_cables": {c["label"]: (ports.get(c["termination_a_id"]), c["termination_b"]["name"])
-                             for c in self.all("dcim/cables/", location_id=loc, termination_type="dcim.powerfeed",
-                                               depth=1)},
+            "power_feeds": {f["name"]: (panels[f["power_panel"]["id"]], racks[f["rack"]["id"]], f["voltage"],
+                                        f["amperage"], _choice(f["phase"]), _choice(f["power_path"])) for f in feeds},
+            "power_cables": {c["label"]: (ports.get(c["termination_a_id"]), feed_names.get(c["termination_b_id"]))
+                             for c in self.all("dcim/cables/", location_id=loc, termination_type="dcim.powerfeed")},
             "power_ports": set(ports.values()),
-            "power_outlets": {(o["device"]["name"], o["name"], o["power_port"]["name"])
-                              for o in self.all("dcim/power-outlets/", location=site, depth=1)},
+            "power_outlets": {(devices[o["device"]["id"]], o["name"], ports[o["power_port"]["id"]][1])
+                              for o in self.all("dcim/power-outlets/", location=site)},
         }
+
+
+def _choice(v):
+    return v["value"] if isinstance(v, dict) else v
 
 
 def expected(desired) -> dict:
