@@ -8,19 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import stat
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
 from tests.conftest import ANSIBLE_STRATEGY_LINES, ROOT
-from topology.cli import app
+from tests.lab_stack_cli import drift_json, lab_args, superpod
 from topology.operate import converged, inputs, manifest, record_key, trusted_record
 from topology.operate.runs import RunRequest
 
-runner = CliRunner()
 SKIPPED = "converged and unchanged (skipped)"
 # `nvidia-smi --query-gpu=index,name,driver_version,persistence_mode,ecc.mode.current,pstate,
 #  pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,
@@ -76,34 +73,19 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     return project, managed
 
 
-def _cli(*args: str):
-    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
-
-
-def _base(project: Path) -> tuple[str, ...]:
-    return ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-
-
-def _drift(project: Path, *extra: str) -> tuple[int, dict]:
-    result = _cli("drift", *_base(project), "--json", *extra)
-    report = json.loads(result.stdout)
-    report["stderr"] = result.stderr  # why a record was not trusted, for a failing assertion's message
-    return result.exit_code, report
-
-
 def test_a_lost_gpu_is_never_clean_by_the_record_plain_and_full_agree(tmp_path):
     project, managed = _project(tmp_path)
-    first = _cli("apply", *_base(project))
+    first = superpod("apply", *lab_args(project))
     assert first.exit_code == 0, first.output
     assert {"node_check": "superpod_node_check"} in manifest.load(
         project / ".runs" / "lab" / "manifest" / "localhost.json")  # that the run checked the node
-    assert SKIPPED in _cli("apply", *_base(project)).output  # node_check passed in the record check too
-    code, report = _drift(project)
+    assert SKIPPED in superpod("apply", *lab_args(project)).output  # node_check passed in the record check too
+    code, report = drift_json(project)
     assert code == 0 and report["record_clean_hosts"] == ["localhost"], report
 
     _gpus(managed / "gpus.csv", lost=(3,), persistence_off=(0,))  # GPU 3 fell off the bus, GPU 0 persistence off
-    plain_code, plain = _drift(project)
-    full_code, full = _drift(project, "--full")
+    plain_code, plain = drift_json(project)
+    full_code, full = drift_json(project, "--full")
     # node_check's mismatches: drift naming each (issue 33), in the plain path as in the full check
     assert (plain_code, full_code) == (1, 1), (plain, full)
     assert plain["record_clean_hosts"] == [] and plain["hosts"]["localhost"]["checked"] == "full"
@@ -114,7 +96,7 @@ def test_a_lost_gpu_is_never_clean_by_the_record_plain_and_full_agree(tmp_path):
         assert any("persistence mode (expected Enabled on all, actual Disabled on GPU 0)" in m
                    for m in host["plan_mismatches"]), host
     assert plain["hosts"]["localhost"]["plan_mismatches"] == full["hosts"]["localhost"]["plan_mismatches"]
-    again = _cli("apply", *_base(project))
+    again = superpod("apply", *lab_args(project))
     assert again.exit_code == 1 and SKIPPED not in again.output, again.output  # runs in full, and fails
 
 
@@ -129,7 +111,7 @@ def _mode(p: Path) -> int:
 
 def test_an_entry_injected_into_the_record_never_runs(tmp_path):
     project, managed = _project(tmp_path)
-    assert _cli("apply", *_base(project)).exit_code == 0
+    assert superpod("apply", *lab_args(project)).exit_code == 0
     runs = project / ".runs" / "lab"
     record = runs / "manifest" / "localhost.json"
     # the records and the runs: the operator's only; the key that signs them outside `.runs/`
@@ -145,10 +127,10 @@ def test_an_entry_injected_into_the_record_never_runs(tmp_path):
                 "stdout_sha1": hashlib.sha1(b"").hexdigest()}
 
     _inject(record, injected)  # unsigned: the record no longer verifies
-    quick = _cli("drift", *_base(project), "--quick", "--json")
+    quick = superpod("drift", *lab_args(project), "--quick", "--json")
     assert quick.exit_code == 2 and "signature does not verify" in json.loads(quick.stdout)["hosts"]["localhost"][
         "problem"]
-    plain = _cli("apply", *_base(project))  # runs in full (and writes a record of its own)
+    plain = superpod("apply", *lab_args(project))  # runs in full (and writes a record of its own)
     assert plain.exit_code == 0 and SKIPPED not in plain.output, plain.output
     assert "not checked by its record" in plain.output and "signature does not verify" in plain.output
     assert not pwned.exists()
@@ -158,13 +140,13 @@ def test_an_entry_injected_into_the_record_never_runs(tmp_path):
     # (the other refusals: test_a_read_runs_only_as_todays_task_declares_it)
     _inject(record, {**injected, "task_path": real_read["task_path"]})
     record_key.sign(record, record_key.label(record, 3))
-    plain = _cli("apply", *_base(project))
+    plain = superpod("apply", *lab_args(project))
     assert plain.exit_code == 0 and SKIPPED not in plain.output and "arguments differ" in plain.output, plain.output
     assert not pwned.exists()
 
     key.chmod(0o644)  # a key others can read is no secret: nothing runs until it is fixed
     for command in (("apply",), ("drift",), ("drift", "--quick")):
-        refused = _cli(*command, *_base(project))
+        refused = superpod(*command, *lab_args(project))
         assert refused.exit_code == 2 and f"record key {key}: must be a regular file only its owner can read" \
             in refused.output, refused.output
 

@@ -19,13 +19,11 @@ from pathlib import Path
 
 import pytest
 import yaml
-from typer.testing import CliRunner
 
 from tests.conftest import ANSIBLE_STRATEGY_LINES, ROOT
-from topology.cli import app
+from tests.lab_stack_cli import drift_json, lab_args, superpod
 from topology.operate import record_key
 
-runner = CliRunner()
 PLANNED = ROOT / "tests/golden/switches/lab/su01-leaf-rail0/startup.yaml"
 # the task whose check-mode difference is the switch's drift (roles/switch_fabric/tasks/nvue.yml)
 COMPARE = ("switch_fabric", "Compare the plan with the running configuration")
@@ -76,19 +74,6 @@ def _project(tmp_path: Path) -> tuple[Path, Path, Path]:
     return project, planned, switch / "nvue" / "applied.yaml"
 
 
-def _cli(*args: str):
-    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
-
-
-def _base(project: Path) -> tuple[str, ...]:
-    return ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-
-
-def _drift(project: Path, *extra: str) -> tuple[int, dict]:
-    result = _cli("drift", *_base(project), "--json", *extra)
-    return result.exit_code, json.loads(result.stdout)
-
-
 def _names(report: dict) -> set[tuple[str, str]]:
     return {(c["role"], c["task"]) for c in report["hosts"]["localhost"].get("changes", [])}
 
@@ -98,13 +83,13 @@ def _converge(project: Path) -> None:
     run that changed a host recorded its reads from before its writes): from then on a plain
     run checks it by its record."""
     for _ in range(2):
-        result = _cli("apply", *_base(project))
+        result = superpod("apply", *lab_args(project))
         assert result.exit_code == 0, result.output
 
 
 def _plain_equals_full(project: Path) -> None:
-    plain_code, plain = _drift(project)
-    full_code, full = _drift(project, "--full")
+    plain_code, plain = drift_json(project)
+    full_code, full = drift_json(project, "--full")
     dump = json.dumps({"plain": plain, "full": full}, indent=1)
     assert (plain_code, full_code) == (1, 1), dump
     assert plain["record_clean_hosts"] == [], dump  # the plain path did not call it clean by its record
@@ -115,7 +100,7 @@ def _plain_equals_full(project: Path) -> None:
 
 
 def _clean_by_the_record(project: Path) -> None:
-    code, report = _drift(project)
+    code, report = drift_json(project)
     assert code == 0 and report["record_clean_hosts"] == ["localhost"], report
 
 
