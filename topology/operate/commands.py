@@ -55,6 +55,13 @@ def _print_refused(console: Console, refused: dict[str, str]) -> None:
                       highlight=False)
 
 
+def _print_changed(console: Console, why: dict[str, str]) -> None:
+    """Why a host a full apply converged runs in full after all (its record check's findings)."""
+    for host, reason in sorted(why.items()):
+        console.print(f"[yellow]changed since its full apply[/] [bold]{host}[/] (runs in full): {escape(reason)}",
+                      highlight=False)
+
+
 def _record_check(req: RunRequest, hosts: list[str], kind: str, console: Console, progress: bool | None,
                   title: str, env: tuple[tuple[str, str], ...] = ()) -> tuple[RunOutcome, dict[str, str]]:
     """Runs the record check (quick_drift.yml) on `hosts` with their records vetted against
@@ -88,6 +95,7 @@ def _skip_converged(req: RunRequest, digest: str, console: Console, progress: bo
     if outcome.rc != 0 and not found.failed:
         return None
     clean = sorted(h for h in entries if found.clean(h))
+    _print_changed(console, {h: found.why_not_clean(h) for h in entries if h not in clean and h not in refused})
     if not clean:
         return None
     rest = sorted(in_scope - set(clean))

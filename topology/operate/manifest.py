@@ -104,6 +104,16 @@ class QuickResults:
         return host in self.drift and not self.drift[host] and not self.unverifiable.get(host) \
             and host not in self.problems
 
+    def why_not_clean(self, host: str, most: int = 3) -> str:
+        """The first findings that keep a host from being clean, for a line of output."""
+        if host in self.problems:
+            return self.problems[host]
+        found = [f"{d.get('what')}: {d.get('detail')}" for d in self.drift.get(host, [])]
+        found += [f"{u.get('what')}: cannot be checked by the record" for u in self.unverifiable.get(host, [])]
+        if not found:
+            return "the record check did not run on it"
+        return "; ".join(found[:most]) + (f" (and {len(found) - most} more)" if len(found) > most else "")
+
 
 def quick_results(events: list[dict]) -> QuickResults:
     """What a record check's events say. node_check runs there without --check, so a node unlike
