@@ -10,9 +10,18 @@ export PATH="$PWD/.venv/bin:$PATH"
 
 logdir=build/test-logs; mkdir -p "$logdir"
 pids=(); names=()
+# Where the suite's CPU goes (the budget is CPU on two cores): each step's and job's own processes'
+# seconds (bash's `time`; the containers' processes are dockerd's children, counted apart below).
+cpu_line() { TIMEFORMAT="== cpu $1: %R s wall, %U s user, %S s sys"; }
+busy_seconds() { awk '/^cpu /{printf "%d %d", ($2+$3+$4+$7+$8+$9)/100, ($5+$6)/100}' /proc/stat; }
+container_seconds() {
+  local f=/sys/fs/cgroup/cpuacct/docker/cpuacct.usage
+  [[ -r $f ]] && echo $(( $(cat "$f") / 1000000000 )) || echo "?"
+}
+read -r busy0 idle0 < <(busy_seconds); containers0=$(container_seconds)
 run_bg() { # name, command...
   local name=$1; shift
-  ( "$@" >"$logdir/$name.log" 2>&1 ) & pids+=($!); names+=("$name")
+  ( cpu_line "$name"; time "$@" ) >"$logdir/$name.log" 2>&1 & pids+=($!); names+=("$name")
 }
 
 # Container work is slow and mostly waits on I/O: start it first so it overlaps pytest.
@@ -38,7 +47,8 @@ step() { # name, command...
   local name=$1; shift
   echo "== $name"
   echo "$name" >"$logdir/.current-step"
-  "$@" || { echo "== $name: FAILED"; status=1; }
+  cpu_line "$name"
+  time "$@" || { echo "== $name: FAILED"; status=1; }
 }
 stop_jobs() { for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null; }
 trap 'stop_jobs; exit 130' INT TERM
@@ -82,5 +92,9 @@ for i in "${!pids[@]}"; do
 done
 echo "waiting" >"$logdir/.current-step"
 kill "$watchdog" 2>/dev/null
+grep -h "^== cpu " "$logdir"/*.log 2>/dev/null || true
+read -r busy1 idle1 < <(busy_seconds); containers1=$(container_seconds)
+echo "== cpu machine: $((busy1 - busy0)) core-s busy, $((idle1 - idle0)) idle;" \
+  "containers: $([[ $containers0 == "?" ]] && echo "?" || echo $((containers1 - containers0))) core-s"
 echo "== total: ${SECONDS}s"
 exit $status

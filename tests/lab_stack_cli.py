@@ -15,7 +15,7 @@ runner = CliRunner()
 
 
 def superpod(*args: str):
-    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
+    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "250"})
 
 
 def lab_args(project: Path) -> tuple[str, ...]:

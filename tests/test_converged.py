@@ -7,20 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from tests.conftest import ANSIBLE_STRATEGY_LINES
-from topology.cli import app
+from tests.lab_stack_cli import superpod
 from topology.operate import converged, inputs, manifest, record_key
 from topology.operate.declared import is_declared_read
 from topology.operate.events import HostProblem, HostTally
 from topology.operate.runs import RunRequest
 
-runner = CliRunner()
 SKIPPED = "converged and unchanged (skipped)"
 
 
@@ -48,9 +44,6 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     return project, managed
 
 
-def _cli(*args: str):
-    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
-
 
 def _runs(project: Path, kind: str) -> list[Path]:
     return sorted((project / ".runs" / "lab").glob(f"*-{kind}"))
@@ -59,52 +52,52 @@ def _runs(project: Path, kind: str) -> list[Path]:
 def test_apply_skips_a_converged_unchanged_host_and_runs_it_when_anything_changed(tmp_path):
     project, managed = _project(tmp_path)
     base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-    assert _cli("apply", *base).exit_code == 0
+    assert superpod("apply", *base).exit_code == 0
     record = converged.load(project / ".runs" / "lab" / "converged.json")
     assert set(record) == {"localhost"} and record["localhost"]["run"] == _runs(project, "apply")[-1].name
 
-    second = _cli("apply", *base)  # nothing changed: the record check, then nothing
+    second = superpod("apply", *base)  # nothing changed: the record check, then nothing
     assert second.exit_code == 0, second.output
     assert "1 hosts converged and unchanged (skipped): localhost" in second.output
     assert "1 hosts: 1 skipped, changed=0" in second.output
     assert len(_runs(project, "apply")) == 1 and len(_runs(project, "converged-check")) == 1
 
     (managed / "live").write_text("v2\n")  # what a role reads changed: the host runs in full
-    third = _cli("apply", *base)
+    third = superpod("apply", *base)
     assert third.exit_code == 0 and SKIPPED not in third.output, third.output
     assert len(_runs(project, "apply")) == 2 and (managed / "live").read_text() == "v1\n"
 
-    assert SKIPPED in _cli("apply", *base).output
-    assert SKIPPED not in _cli("apply", *base, "--full").output  # every task, asked for
-    assert SKIPPED not in _cli("apply", *base, "--full-after", "0").output
-    assert SKIPPED not in _cli("apply", *base, "--tags", "x").output  # a partial run decides nothing
+    assert SKIPPED in superpod("apply", *base).output
+    assert SKIPPED not in superpod("apply", *base, "--full").output  # every task, asked for
+    assert SKIPPED not in superpod("apply", *base, "--full-after", "0").output
+    assert SKIPPED not in superpod("apply", *base, "--tags", "x").output  # a partial run decides nothing
     assert len(_runs(project, "apply")) == 5
 
     site = project / "site.yml"  # the inputs changed: a full run, and it records the new inputs
     site.write_text(site.read_text().replace("a = 1", "a = 2"))
-    assert SKIPPED not in _cli("apply", *base).output
+    assert SKIPPED not in superpod("apply", *base).output
     assert (managed / "a.conf").read_text() == "a = 2\n"
-    assert SKIPPED in _cli("apply", *base).output
+    assert SKIPPED in superpod("apply", *base).output
 
 
 def test_drift_reports_a_converged_unchanged_host_clean_by_its_record_and_checks_a_changed_one(tmp_path):
     project, managed = _project(tmp_path)
     base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-    assert _cli("apply", *base).exit_code == 0
-    clean = _cli("drift", *base, "--json")
+    assert superpod("apply", *base).exit_code == 0
+    clean = superpod("drift", *base, "--json")
     assert clean.exit_code == 0, clean.output
     report = json.loads(clean.stdout)
     assert report["record_clean_hosts"] == ["localhost"] and report["hosts"]["localhost"]["checked"] == "record"
     assert not _runs(project, "drift")  # no check run at all
 
     (managed / "a.conf").write_text("a = 9\n")
-    found = _cli("drift", *base, "--json")
+    found = superpod("drift", *base, "--json")
     report = json.loads(found.stdout)
     assert found.exit_code == 1 and report["drifted_hosts"] == ["localhost"], found.output
     assert report["hosts"]["localhost"]["checked"] == "full" and report["record_clean_hosts"] == []
     assert "a = 9" in report["hosts"]["localhost"]["changes"][0]["diff"]
 
-    full = json.loads(_cli("drift", *base, "--json", "--full").stdout)  # the check run, whatever the record says
+    full = json.loads(superpod("drift", *base, "--json", "--full").stdout)  # the check run, whatever the record says
     assert full["hosts"]["localhost"]["checked"] == "full"
 
 
@@ -116,8 +109,8 @@ def test_a_host_with_a_result_the_record_cannot_replay_is_never_skipped(tmp_path
       no_log: true
 """)
     base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-    assert _cli("apply", *base).exit_code == 0
-    again = _cli("apply", *base)
+    assert superpod("apply", *base).exit_code == 0
+    again = superpod("apply", *base)
     assert again.exit_code == 0 and SKIPPED not in again.output
     assert len(_runs(project, "apply")) == 2
 
@@ -307,14 +300,14 @@ def test_hosts_not_known_converged_run_while_the_others_are_skipped(tmp_path):
         "    other:\n      ansible_connection: local\n"
         "      ansible_python_interpreter: '{{ ansible_playbook_python }}'\n")
     base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-    assert _cli("apply", *base).exit_code == 0
+    assert superpod("apply", *base).exit_code == 0
     path = project / ".runs" / "lab" / "converged.json"
     record = json.loads(path.read_text())
     assert set(record) == {"localhost", "other"}
     del record["other"]  # as if its last full run had failed (signed, as superpod writes it)
     path.write_text(json.dumps(record))
     record_key.sign(path, record_key.label(path, 2))
-    again = _cli("apply", *base)
+    again = superpod("apply", *base)
     assert again.exit_code == 0, again.output
     assert "1 hosts converged and unchanged (skipped): localhost" in again.output
     ran = _runs(project, "apply")[-1]

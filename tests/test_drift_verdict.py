@@ -22,16 +22,14 @@ from pathlib import Path
 import pytest
 import yaml
 from rich.console import Console
-from typer.testing import CliRunner
 
+from tests.lab_stack_cli import superpod
 from tests.role_files import ROOT
-from topology.cli import app
 from topology.operate import manifest
 from topology.operate.drift import EXIT_DRIFT, EXIT_ERROR, DriftReport
 from topology.operate.events import load_events
 from topology.operate.report import print_drift
 
-runner = CliRunner()
 AFTER = "A role after node_check"
 
 
@@ -76,9 +74,6 @@ def _project(tmp_path: Path, node: dict, extra_task: str = "") -> tuple[Path, Pa
     return project, managed
 
 
-def _cli(*args: str):
-    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "250"})
-
 
 def _expected_items(node: dict) -> list[str]:
     """What node_check must name, from the plan and this machine: the planned GPUs (none here)
@@ -96,7 +91,7 @@ def test_drift_names_each_mismatch_and_checks_on_apply_fails_the_host(tmp_path, 
     base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
     wanted = _expected_items(node)
 
-    found = _cli("drift", *base, "--json")
+    found = superpod("drift", *base, "--json")
     assert found.exit_code == EXIT_DRIFT, found.output
     report = json.loads(found.stdout)
     host = report["hosts"]["localhost"]
@@ -125,7 +120,7 @@ def test_drift_names_each_mismatch_and_checks_on_apply_fails_the_host(tmp_path, 
         assert want in table, (want, table)
 
     # apply: the same mismatches fail the host, and nothing after it is done
-    applied = _cli("apply", *base, "--json")
+    applied = superpod("apply", *base, "--json")
     assert applied.exit_code == 1, applied.output
     result = json.loads(applied.stdout)
     assert result["hosts"]["localhost"]["status"] == "failed"
@@ -151,7 +146,7 @@ def test_a_real_error_in_drift_stays_an_error(tmp_path, node):
       changed_when: false
 """
     project, _ = _project(tmp_path, node, extra_task=broken)
-    found = _cli("drift", "--stack", "lab", "--project-dir", str(project), "--no-progress", "--json")
+    found = superpod("drift", "--stack", "lab", "--project-dir", str(project), "--no-progress", "--json")
     report = json.loads(found.stdout)
     assert found.exit_code == EXIT_ERROR, found.output
     assert report["hosts"]["localhost"]["status"] == "failed"

@@ -6,16 +6,11 @@ here; the lab pod's e2e checks a unit disabled by hand)."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
-from typer.testing import CliRunner
-
 from tests.conftest import ANSIBLE_STRATEGY_LINES, ROOT
-from topology.cli import app
+from tests.lab_stack_cli import superpod
 from topology.operate import manifest
-
-runner = CliRunner()
 
 
 def _ok(task_action: str, res: dict, host: str = "n1") -> dict:
@@ -99,16 +94,13 @@ def _project(tmp_path: Path) -> tuple[Path, Path]:
     return project, managed
 
 
-def _cli(*args: str):
-    return runner.invoke(app, list(args), env={**os.environ, "COLUMNS": "200"})
-
 
 def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_path):
     project, managed = _project(tmp_path)
     base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
-    quick = _cli("drift", *base, "--quick", "--json")
+    quick = superpod("drift", *base, "--quick", "--json")
     assert quick.exit_code == 2 and "--quick: no record of an apply" in quick.output  # nothing recorded yet
-    assert _cli("apply", *base).exit_code == 0
+    assert superpod("apply", *base).exit_code == 0
     record = manifest.load(project / ".runs" / "lab" / "manifest" / "localhost.json")
     assert {e["path"] for e in record if "path" in e} == {
         f"{managed}/conf.d", *(f"{managed}/conf.d/{n}.conf" for n in "abc"), f"{managed}/conf.d/old.conf",
@@ -120,7 +112,7 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
         {"probe": "Read the live value", "rc": 0},
         {"find": "Find the drop-ins", "matched": [f"{managed}/conf.d/{n}.conf" for n in "abc"]}], key=str)
     assert no_log in record  # the no_log task's result is not kept, only that it could not be
-    clean = _cli("drift", *base, "--quick", "--json")
+    clean = superpod("drift", *base, "--quick", "--json")
     assert clean.exit_code == 0, clean.output
     assert json.loads(clean.stdout)["hosts"] == {"localhost": {
         "status": "clean", "drift": [], "problem": "", "not_checked": [{"what": "no_log", "task": no_log["task"]}]}}
@@ -132,7 +124,7 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
     (managed / "token").write_text("changed\n")  # not recorded: not reported
     (managed / "rails" / "rail1.network").write_text("[Match]\nName=eth9\n")
     (managed / "live").write_text("v2\n")  # what a read reads
-    found = _cli("drift", *base, "--quick", "--json")
+    found = superpod("drift", *base, "--quick", "--json")
     assert found.exit_code == 1, found.output
     report = json.loads(found.stdout)
     assert report["drifted_hosts"] == ["localhost"]
@@ -143,12 +135,12 @@ def test_quick_drift_is_clean_after_apply_and_names_exactly_what_changed(tmp_pat
     find = next(d for d in report["hosts"]["localhost"]["drift"] if d["kind"] == "matches")
     assert find["detail"] == f"new: {managed}/conf.d/old.conf; gone: {managed}/conf.d/c.conf"
 
-    assert _cli("apply", *base).exit_code == 0  # re-applied: clean again
-    assert _cli("drift", *base, "--quick").exit_code == 0
+    assert superpod("apply", *base).exit_code == 0  # re-applied: clean again
+    assert superpod("drift", *base, "--quick").exit_code == 0
 
 
 def test_quick_refuses_fix_and_tags(tmp_path):
     project, _ = _project(tmp_path)
     for extra in (("--fix",), ("--tags", "x")):
-        result = _cli("drift", "--stack", "lab", "--project-dir", str(project), "--quick", *extra)
+        result = superpod("drift", "--stack", "lab", "--project-dir", str(project), "--quick", *extra)
         assert result.exit_code == 2 and "--quick" in result.output
