@@ -147,7 +147,7 @@ class PowerCable:
     label: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per node PSU (model.py)
 class PsuCable:
     device: str  # a node
     port: str  # its PSU: psu1..N
