@@ -87,11 +87,18 @@ class _PortBlock:
 
     def write(self, pad: str, out: list[str]) -> None:
         p = self.port
-        # peer and address are the port's own: written without the memo, which they would only churn
-        out.append(f"{pad}type: swp\n{pad}description: {_plain_or_quoted(p.peer)}\n")
+        # peer and address are the port's own: written without the memo, which they would only churn,
+        # and tested here first (a plain name longer than any YAML word), a call saved per port
+        peer = p.peer
+        if len(peer) <= _LONGEST_WORD or not _PLAIN(peer):
+            peer = _plain_or_quoted(peer)
+        out.append(f"{pad}type: swp\n{pad}description: {peer}\n")
         out.append(_link_lines(pad, p.mtu, p.speed_gbps))
         if p.address:
-            lines = "".join(f"{pad}    {_plain_or_quoted(a)}: {{}}\n" for a in (p.address, *p.secondaries))
+            if p.secondaries:
+                lines = "".join(f"{pad}    {_plain_or_quoted(a)}: {{}}\n" for a in (p.address, *p.secondaries))
+            else:
+                lines = f"{pad}    {_plain_or_quoted(p.address)}: {{}}\n"
             out.append(f"{pad}{self.ip}:\n{pad}  address:\n{lines}")
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
