@@ -79,12 +79,16 @@ def test_csv_writes_what_the_csv_module_writes():
     """tables.csv_text joins plain blocks of rows itself: byte for byte the csv module's output, with
     quoting, None, lone empty fields, rows as iterators, and blocks before and after a quoted row."""
     rng = random.Random(17)
-    plain = ["a", "leaf-01", "", 0, 7, 2.5, True, "None", "ünï", " sp "]
+    plain = ["a", "leaf-01", "", 0, 7, 2.5, True, "None", "ünï", " sp ", "%s", "100%"]
     odd = [",", '"', "x,y", 'say "hi"', "line\nbreak", "cr\r", None]
     cases = [
         [tuple(rng.choice(plain) for _ in range(rng.randint(1, 5))) for _ in range(5000)],
         [tuple(rng.choice(plain + odd) for _ in range(rng.randint(0, 5))) for _ in range(3000)],
         [("a", "b")] * 4100 + [("x,y", "c")] + [("d", "e")] * 10,
+        # one width (every table's): a block is written by one %-format
+        [tuple(rng.choice(plain) for _ in range(3)) for _ in range(5000)],
+        [tuple(rng.choice(plain + odd) for _ in range(4)) for _ in range(3000)],
+        [("a", "b")] * 3000 + [("a", "b", "c")] + [("a",)],
         [("",), (None,), (), [1, "a"], (1, 2)],
     ]
     for rows in cases:

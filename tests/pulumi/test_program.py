@@ -267,3 +267,31 @@ def test_the_program_holds_no_rendered_file_after_hashing_it(monkeypatch):
     run_program("lab", ROOT)
     assert len(refs) > 10, "the program rendered nothing"
     assert max(alive) == 0, f"up to {max(alive)} earlier files' contents were still held while rendering"
+
+
+def test_the_program_plans_with_the_cycle_collector_paused(monkeypatch):
+    """The program builds and renders the layout as `superpod plan` does: without the cycle collector
+    (topology/gc_tuning.py: a quarter of a 100k-GPU plan's CPU with it), and leaves it as it was."""
+    import gc
+
+    from topology.pulumi import artifacts as pulumi_artifacts
+    from topology.pulumi import program
+
+    seen: dict[str, bool] = {}
+    real_build, real_digests = program.build, program.file_digests
+
+    def build(spec):
+        seen["build"] = gc.isenabled()
+        return real_build(spec)
+
+    def file_digests(*args):
+        seen["render"] = gc.isenabled()
+        return real_digests(*args)
+
+    monkeypatch.setattr(program, "build", build)
+    monkeypatch.setattr(program, "file_digests", file_digests)
+    pulumi_artifacts._rendered.clear()
+    assert gc.isenabled()
+    run_program("lab", ROOT)
+    assert seen == {"build": False, "render": False}
+    assert gc.isenabled(), "the program left the collector paused"

@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ReadResult, Resource, ResourceProvider, UpdateResult
 
+from topology.gc_tuning import collector_paused
 from topology.pulumi.files import remove_file, sha256_text, write_file
 from topology.render.pieces import Pieces, pieces_of
 
@@ -44,7 +45,8 @@ def render_files(pod: dict, out_dir: str, inventory_dir: str, layout=None) -> di
     key = json.dumps([pod, out_dir, inventory_dir], sort_keys=True)
     with _render_lock:
         if key not in _rendered:
-            files = render_artifacts(layout or build(parse(pod)), Path(out_dir), Path(inventory_dir))
+            with collector_paused():  # as `superpod plan` and the program plan (topology/gc_tuning.py)
+                files = render_artifacts(layout or build(parse(pod)), Path(out_dir), Path(inventory_dir))
             seed = Path(inventory_dir) / OVERRIDES
             _rendered.clear()
             _rendered[key] = {str(p): c for p, c in files.items() if p != seed}

@@ -10,6 +10,7 @@ import pulumi
 
 from topology import catalog
 from topology.errors import SpecError
+from topology.gc_tuning import collector_paused
 from topology.layout.build import build
 from topology.layout.model import Layout
 from topology.pulumi.ansible_run import AnsibleRun
@@ -67,12 +68,15 @@ def layout_of(s: Settings) -> Layout:
 
 
 def deploy(s: Settings) -> Pod:
-    layout = layout_of(s)
-    # what `superpod plan` renders (iter_artifacts), less the overrides seed: plan adds it only
-    # while the file is absent, the program always manages it (as a seed, see artifacts.py). Only
-    # each file's hash and size are kept: the state holds no content, and at 100k GPUs the files
-    # are 0.8 GB, which the program held all at once before (issue 39)
-    files = file_digests(layout, s.out_dir, s.inventory_dir)
+    # planned as `superpod plan` plans: without the cycle collector, which walks the plan's millions
+    # of acyclic objects as the heap grows (topology/gc_tuning.py), restored before any resource
+    with collector_paused():
+        layout = layout_of(s)
+        # what `superpod plan` renders (iter_artifacts), less the overrides seed: plan adds it only
+        # while the file is absent, the program always manages it (as a seed, see artifacts.py). Only
+        # each file's hash and size are kept: the state holds no content, and at 100k GPUs the files
+        # are 0.8 GB, which the program held all at once before (issue 39)
+        files = file_digests(layout, s.out_dir, s.inventory_dir)
     gpus_per_node = catalog.load().nodes[s.spec.node_model].gpu_count
     pod = Pod(s.stack, layout, gpus_per_node)
     artifacts = pod.artifacts = Artifacts("artifacts", s, files, pulumi.ResourceOptions(parent=pod))

@@ -147,7 +147,7 @@ class PowerCable:
     label: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention: one per node PSU (model.py)
 class PsuCable:
     device: str  # a node
     port: str  # its PSU: psu1..N
@@ -239,6 +239,7 @@ def _manufacturer_and_description(model: str) -> tuple[str, str]:
 
 
 @functools.cache  # port names repeat on every device of a model: tens of thousands of calls
+@functools.lru_cache(maxsize=4096)  # the same port names and speeds on every device of a model
 def _interface_type(name: str, speed: int | None, infiniband: bool) -> tuple[str, int | None]:
     if name == "lo" or name.startswith("vlan"):
         return "virtual", None

@@ -3,6 +3,11 @@
 Built from the layout by the section functions in `sections.py`; rendered into an OS's
 syntax by one thin renderer per OS (`nvue.py`, `sonic.py`, `frr.py`). Nothing here knows a
 syntax, and no renderer recomputes topology.
+
+Ports and sessions are made by the hundred thousand at 100k GPUs (418k ports, 240k sessions), and
+frozen=True's `__init__` sets each field through `object.__setattr__` (four times slower, a fifth
+of the switch intents' CPU): like the layout's records (topology/layout/model.py), the intent is
+frozen by convention (hashable by value, never assigned to; a changed copy from `replace`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ JUMBO_MTU = 9216  # every fabric port; hosts run 9000 on the rails, headroom for
 HOST_RAIL_MTU = 9000  # a RoCE rail NIC (RoCE path MTU 4096 needs 9000 end to end); the inventory says so per rail
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Port:
     name: str  # planned port name, as in cabling.csv (swp1, swp1s0)
     speed_gbps: int
@@ -26,14 +31,14 @@ class Port:
     cable_m: float = 0.0  # the planned cable's stock length (lossless headroom depends on it)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Breakout:
     cage: str  # parent port name (swp1)
     lanes: int  # sub-ports it splits into
     speed_gbps: int  # speed of each sub-port
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Svi:
     vlan: int
     address: str  # the subnet's gateway (or, with `vrr`, this switch's own address), with prefix length
@@ -42,7 +47,7 @@ class Svi:
     secondaries: tuple[str, ...] = ()  # more gateways on the VLAN: a rail leaf's pod prefixes (ipam.rail_pod_prefixes)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Bond:
     """A node's dual-homed bond: one member here, the other on the pair's other switch."""
 
@@ -54,7 +59,7 @@ class Bond:
     edge: bool = False  # a host's bond: LACP bypass (PXE), STP admin edge and BPDU guard
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Pairing:
     """The two switches that share the bonds and the gateway (management.inband.pairing)."""
 
@@ -68,7 +73,7 @@ class Pairing:
     peer_ip: str = ""  # the peer's
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Neighbor:
     peer: str  # planned device name
     interface: str  # local port
@@ -78,7 +83,7 @@ class Neighbor:
     next_hop_self: bool = False  # iBGP across a pair's peer link: the partner's uplink next hops are not ours
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class BorderPolicy:
     """The in-band cores' policy toward the site's border routers (every neighbor of a core is one)."""
 
@@ -86,7 +91,7 @@ class BorderPolicy:
     announce: tuple[str, ...]  # let out: the pod's management summaries, nothing learned from the site
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Bfd:
     """Failure detection on the sessions between planned switches, below BGP's 9 s hold time
     (FRR's and Cumulus's default timers: 300 ms x 3); not on the site's sessions, whose routers
@@ -97,7 +102,7 @@ class Bfd:
     interval_ms: int = 300  # transmit and receive
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Bgp:
     asn: int
     router_id: str
@@ -109,7 +114,7 @@ class Bgp:
     border: BorderPolicy | None = None  # route maps on the site's sessions (the in-band cores' border)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Mgmt:
     interface: str  # eth0
     address: str  # OOB address with prefix length
@@ -117,7 +122,7 @@ class Mgmt:
     vrf: str = "mgmt"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Qos:
     """Lossless RoCE, the switch side of roles/roce_qos's host defaults."""
 
@@ -134,7 +139,7 @@ class Qos:
     pfcwd_action: str  # drop
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class SnmpUser:
     """An SNMPv3 user (authPriv, read-only): its name and protocols. No password: the push fills
     them in from the vault (roles/switch_fabric, credentials.json names the slots)."""
@@ -144,7 +149,7 @@ class SnmpUser:
     priv: str  # aes | des
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)  # frozen by convention (see above)
 class Services:
     """switch_services of the spec: servers reached through the management VRF."""
 
@@ -163,7 +168,7 @@ class Services:
     radius_auth: str = "pap"
 
 
-@dataclass(frozen=True)
+@dataclass(unsafe_hash=True)  # frozen by convention (see above)
 class SwitchIntent:
     name: str
     role: str

@@ -59,7 +59,7 @@ def _interfaces(sw: SwitchIntent, d: Dialect) -> dict:
             eth[d.ip]["vrf"] = sw.mgmt.vrf
         out[sw.mgmt.interface] = eth
     for b in sw.breakouts:
-        out[b.cage] = {"type": "swp", "link": {"breakout": {f"{b.lanes}x": {}}}}
+        out[b.cage] = _BreakoutBlock(b.lanes)
     pfc = bool(sw.qos and sw.qos.pfc_priorities)  # the watchdog guards paused queues: none without PFC
     for p in sw.ports:
         out[p.name] = _PortBlock(p, d.ip, pfc)
@@ -87,17 +87,45 @@ class _PortBlock:
 
     def write(self, pad: str, out: list[str]) -> None:
         p = self.port
-        # peer and address are the port's own: written without the memo, which they would only churn
-        out.append(f"{pad}type: swp\n{pad}description: {_plain_or_quoted(p.peer)}\n")
+        # peer and address are the port's own: written without the memo, which they would only churn,
+        # and tested here first (a plain name longer than any YAML word), a call saved per port
+        peer = p.peer
+        if len(peer) <= _LONGEST_WORD or not _PLAIN(peer):
+            peer = _plain_or_quoted(peer)
+        out.append(f"{pad}type: swp\n{pad}description: {peer}\n")
         out.append(_link_lines(pad, p.mtu, p.speed_gbps))
         if p.address:
-            lines = "".join(f"{pad}    {_plain_or_quoted(a)}: {{}}\n" for a in (p.address, *p.secondaries))
+            if p.secondaries:
+                lines = "".join(f"{pad}    {_plain_or_quoted(a)}: {{}}\n" for a in (p.address, *p.secondaries))
+            else:
+                lines = f"{pad}    {_plain_or_quoted(p.address)}: {{}}\n"
             out.append(f"{pad}{self.ip}:\n{pad}  address:\n{lines}")
         if p.access_vlan is not None:
             vlan = _scalar(p.access_vlan)
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")
         if p.lossless and self.pfc:
             out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enable\n")
+
+
+class _BreakoutBlock:
+    """A breakout cage's NVUE block (type swp, link breakout <lanes>x): its text depends on the
+    indent and the lane count only, a few strings that serve every cage of the pod, where two
+    nested dicts a cage were a leaf's most walked mappings."""
+
+    __slots__ = ("lanes",)
+
+    def __init__(self, lanes: int):
+        self.lanes = lanes
+
+    def write(self, pad: str, out: list[str]) -> None:
+        out.append(_breakout_lines(pad, self.lanes))
+
+
+@functools.lru_cache(maxsize=256)
+def _breakout_lines(pad: str, lanes: int) -> str:
+    out: list[str] = []
+    _emit({"type": "swp", "link": {"breakout": {f"{lanes}x": {}}}}, pad, out)
+    return "".join(out)
 
 
 class _Subtree:
@@ -117,6 +145,9 @@ class _Subtree:
             _emit(self.node, pad, out)
             text = self._text[pad] = "".join(out)
         return text
+
+    def write(self, pad: str, out: list[str]) -> None:
+        out.append(self.text(pad))
 
 
 class _NeighborBlock:
@@ -370,6 +401,11 @@ def _qos(q: Qos, d: Dialect) -> dict:
     return out
 
 
+@functools.lru_cache(maxsize=64)  # a fabric's switches share one Qos: its block written once per indent
+def _qos_tree(q: Qos, d: Dialect) -> _Subtree:
+    return _Subtree(_qos(q, d))
+
+
 def render_nvue(sw: SwitchIntent) -> str:
     d = dialect(sw.os_release)
     release = sw.os_release or CUMULUS_RELEASES[-1]
@@ -405,7 +441,7 @@ def render_nvue(sw: SwitchIntent) -> str:
     if vrf:
         body["vrf"] = vrf
     if sw.qos:
-        body["qos"] = _qos(sw.qos, d)
+        body["qos"] = _qos_tree(sw.qos, d)
     header = f"# {GENERATED}\n# {sw.name} ({sw.role}, {sw.model}): NVIDIA Cumulus Linux {release} NVUE\n"
     header += "".join(f"# note: {n}\n" for n in sw.notes)
     out = [header, "- set:\n"]
@@ -452,10 +488,13 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
                 _emit(v, pad + "  ", out)
             else:
                 out.append(f"{pad}{_scalar(k)}: {{}}\n")
-        elif v.__class__ is _PortBlock or v.__class__ is _NeighborBlock:
+        elif v.__class__ in _BLOCKS:
             out.append(f"{pad}{_scalar(k)}:\n")
             v.write(pad + "  ", out)
         elif v.__class__ is list:  # a list of scalars (aaa authentication order): flow style
             out.append(f"{pad}{_scalar(k)}: [{', '.join(_scalar(x) for x in v)}]\n")
         else:
             out.append(f"{pad}{_scalar(k)}: {_scalar(v)}\n")
+
+
+_BLOCKS = frozenset({_PortBlock, _NeighborBlock, _BreakoutBlock, _Subtree})  # blocks that write themselves
