@@ -9,7 +9,11 @@ through its own playbook (ansible-runner), as on a real pod:
 1. as cabled from the plan: every checked cable correct, exit 0;
 2. su01-node01's rail 0 and rail 1 cables swapped, su01-node02's rail 1 cable pulled, a stray cable
    between the two leaves' swp40: validate names exactly a swap, a missing and an unplanned link,
-   exit 1, with one work-list line each.
+   exit 1, with one work-list line each;
+3. the drift corpus's rail cases (issue 33), on the same cables put back as planned: a rail link
+   down, a rail MTU changed and two rail cables swapped, one node each: plain `superpod drift`
+   (the record path, node_check run again) and `drift --full` both exit 1 and name the same
+   node_check items; restored, both are clean (docs/operations.md, "The drift corpus").
 
 Tests issue #18's fabric lab (tests/e2e/fabriclab.py) was not there when this was written: the
 module wires its own leaves (lldpd only, no routing). On teardown the cables go and lldpd stops,
