@@ -182,10 +182,13 @@ def test_swap_pull_and_stray_cable_are_named(fabric):
 RAIL_PLAYBOOK = """\
 - name: node_check on the lab's nodes, their rails 0 and 1 cabled to the leaf containers
   hosts: gpu_nodes
-  gather_facts: false
+  gather_facts: true
   roles:
     - role: node_check
 """
+# gather_facts as site.yml's first play: the record check gathers all facts and compares each the
+# record holds; a record of node_check's own subset (distribution, virtual) would read as drift
+# ("kernel: ..., was None") and no node would ever be clean by it.
 DOWN_HOST, MTU_HOST, SWAP_HOST = "su01-node01", "su01-node02", "su01-node03"  # su01-node04 left alone
 SETTLE_S = 40  # lldpd ages a lost neighbor out within its TTL (lldp_tx_interval 2 x 4)
 
