@@ -222,6 +222,17 @@ def test_links(require, status):
     assert (row["status"], row["detail"]) == (nc.MISMATCH, "state down; mtu 2044; speed None")
 
 
+def test_a_link_whose_speed_is_switched_off_says_so_and_still_checks_state_and_mtu():
+    rails = [{**r, "speed": None, "speed_unchecked": "node_check_rail_speed_check is false"} for r in RAILS]
+    veth = {"operstate": "up", "mtu": 4092, "speed": 10000}  # every veth reports 10000 Mb/s
+    row = by_check(nc.compare_links({"ibp24s0": veth}, rails[:1], True))["link rail0 ibp24s0"]
+    assert (row["status"], row["expected"], row["detail"]) == (
+        nc.OK, "up, mtu 4092", "speed not checked: node_check_rail_speed_check is false")
+    down = {"ibp24s0": {**veth, "operstate": "down", "mtu": 1500, "speed": None}}
+    row = by_check(nc.compare_links(down, rails[:1], True))["link rail0 ibp24s0"]
+    assert (row["status"], row["detail"]) == (nc.MISMATCH, "state down; mtu 1500")
+
+
 def test_report_table_counts_and_aligns():
     rows = nc.compare_gpus(nc.parse_gpu_csv(H100_BAD), PLAN, True) + nc.compare_links({}, [], True)
     lines = nc.render_table("su01-node01", rows)

@@ -54,14 +54,23 @@ def test_rail_mtu_and_speed_come_from_the_generated_inventory(tmp_path):
     tasks = [{"name": f"node_check {f}", "ansible.builtin.include_vars": str(NODE_CHECK / f)}
              for f in ("defaults/main.yml", "vars/main.yml")]
     plan = "lookup('ansible.builtin.template', role_path ~ '/templates/plan.json.j2') | from_json"
+    # as an inventory override would (include_vars above outranks host vars; set_fact outranks it)
+    tasks.append({"name": "Switch", "ansible.builtin.set_fact": {
+        "node_check_rail_speed_check": "{{ speed_check | default(true) }}"}})
     tasks.append({"name": "Plan", "ansible.builtin.debug": {"msg": "{{ (" + plan + ").expected.links }}"},
         "vars": {"node_check_recorded": {}, "node_check_in_container": False}})
     old = [{k: v for k, v in r.items() if k not in ("mtu", "speed_mbps")} for r in node["rails"]]
     hosts = {"planned": {"rails": node["rails"]}, "older": {"rails": old},
-             "override": {"rails": node["rails"], "rail_network_mtu": 4200}}
+             "override": {"rails": node["rails"], "rail_network_mtu": 4200},
+             "speed off": {"rails": node["rails"], "speed_check": False}}
     results = run_play(tmp_path, tasks, hosts, extra_vars={"role_path": str(NODE_CHECK)})
     links = {host: debug_values(res)[-1] for host, res in results.items()}
     planned = [(r["netdev"], r["mtu"], r["speed_mbps"]) for r in node["rails"]]
     assert [(x["netdev"], x["mtu"], x["speed"]) for x in links["planned"]] == planned
     assert {(x["mtu"], x["speed"]) for x in links["older"]} == {(rails["rail_network_mtu"], None)}
     assert {x["mtu"] for x in links["override"]} == {4200}
+    # links without a real speed (the e2e lab's veth cables): the MTU still from the plan, the speed
+    # not compared and the reason carried to the report
+    assert [(x["netdev"], x["mtu"], x["speed"]) for x in links["speed off"]] == [(n, m, None) for n, m, _ in planned]
+    assert {x["speed_unchecked"] for x in links["speed off"]} == {"node_check_rail_speed_check is false"}
+    assert {x["speed_unchecked"] for x in links["planned"]} == {""}

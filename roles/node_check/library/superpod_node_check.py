@@ -372,7 +372,8 @@ def compare_firmware(firmware):
 
 def compare_links(links, expected, require):
     """links: {netdev: {"operstate", "mtu", "speed"} or None when absent}.
-    expected: [{"name": label, "netdev": str, "mtu": int|None, "speed": int|None (Mb/s)}]."""
+    expected: [{"name": label, "netdev": str, "mtu": int|None, "speed": int|None (Mb/s),
+    "speed_unchecked": why the speed is not compared, when switched off}]."""
     if not expected:
         return [row("rail links", "not planned", "no rails in the inventory", NOT_PLANNED)]
     rows = []
@@ -394,7 +395,10 @@ def compare_links(links, expected, require):
             bad.append(f"speed {have['speed']}")
         speed = "speed n/a" if have["speed"] is None else f"{have['speed']} Mb/s"
         actual = f"{have['operstate']}, mtu {have['mtu']}, {speed}"
-        rows.append(row(label, ", ".join(parts), actual, MISMATCH if bad else OK, "; ".join(bad)))
+        # a speed switched off is said on the row, never passed over in silence
+        rows.append(row(label, ", ".join(parts), actual, MISMATCH if bad else OK,
+                        "; ".join(bad) or (f"speed not checked: {want['speed_unchecked']}"
+                                           if want.get("speed_unchecked") else "")))
     return rows
 
 
