@@ -314,3 +314,22 @@ def test_hosts_not_known_converged_run_while_the_others_are_skipped(tmp_path):
     assert (ran / "artifacts" / "run").is_dir() and len(_runs(project, "apply")) == 2
     assert "1 hosts: ok=" in again.output and "other" in again.output  # the other one ran, alone
     assert set(json.loads(path.read_text())) == {"localhost", "other"}  # and is converged again
+
+
+def test_hosts_outside_the_playbook_are_neither_checked_nor_an_error(tmp_path):
+    """A playbook for some of the inventory's hosts (`--playbook playbooks/lldp.yml`, or a pod whose
+    storage servers no play targets): with its hosts converged and clean, plain apply and drift
+    are clean; the other hosts are not sent on to a run that matches none (exit 2 before)."""
+    project, _ = _project(tmp_path)
+    hosts = project / "inventories" / "lab" / "hosts.yml"
+    hosts.write_text(hosts.read_text() + "    elsewhere:\n      ansible_connection: local\n")
+    site = project / "site.yml"
+    site.write_text(site.read_text().replace("- hosts: all", "- hosts: localhost", 1))
+    base = ("--stack", "lab", "--project-dir", str(project), "--no-progress")
+    assert superpod("apply", *base).exit_code == 0
+    again = superpod("apply", *base)
+    assert again.exit_code == 0 and SKIPPED in again.output, again.output
+    drift = superpod("drift", *base, "--json")
+    assert drift.exit_code == 0, drift.output
+    report = json.loads(drift.stdout)
+    assert report["record_clean_hosts"] == ["localhost"] and report["drifted_hosts"] == [], report

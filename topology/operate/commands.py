@@ -14,7 +14,7 @@ from rich.markup import escape
 
 from topology.operate import converged, inputs, manifest, rollout
 from topology.operate.drift import EXIT_ERROR, DriftReport
-from topology.operate.events import host_problems, host_tallies
+from topology.operate.events import host_problems, host_tallies, no_play_matched
 from topology.operate.private_files import private_dir
 from topology.operate.progress import LiveProgress
 from topology.operate.record_key import UntrustedRecord, load_key
@@ -157,6 +157,12 @@ def apply_json(code: int, r: ApplyResult) -> dict:
     }
 
 
+def _only_skipped(console: Console, skip: Skip) -> int:
+    console.print(f"{len(skip.hosts)} hosts: {len(skip.hosts)} skipped, changed=0 failed=0 unreachable=0",
+                  highlight=False)
+    return EXIT_OK
+
+
 def _apply(req: RunRequest, console: Console, progress: bool | None, full: bool,
            full_after: timedelta) -> tuple[int, ApplyResult]:
     _check_record_key()
@@ -166,11 +172,11 @@ def _apply(req: RunRequest, console: Console, progress: bool | None, full: bool,
     if skip:
         _print_skip(console, skip, "skipped")
         if skip.rest is None:
-            console.print(f"{len(skip.hosts)} hosts: {len(skip.hosts)} skipped, changed=0 failed=0 unreachable=0",
-                          highlight=False)
-            return EXIT_OK, ApplyResult(skip.hosts)
+            return _only_skipped(console, skip), ApplyResult(skip.hosts)
         req = skip.rest
     outcome = _run(req, console, progress, f"apply {req.stack}")
+    if skip and outcome.rc == 0 and no_play_matched(outcome.events):
+        return _only_skipped(console, skip), ApplyResult(skip.hosts)
     tallies, problems = host_tallies(outcome.events), host_problems(outcome.events)
     ok_hosts = converged.converged_hosts(tallies, problems) if whole else []
     # what `drift --quick` compares with: a whole run saw every entry, so it replaces the host's record
@@ -223,7 +229,10 @@ def drift(req: RunRequest, console: Console, as_json: bool = False, fix: bool = 
             req = skip.rest
         check_req = replace(req, kind="drift", check=True, fresh_facts=True)  # drift is about now: no cached facts
         outcome = _run(check_req, out, progress, f"drift {req.stack}")
-        report = DriftReport.from_events(outcome.events, rc=outcome.rc, run_dir=str(outcome.run_dir))
+        if skip and outcome.rc == 0 and no_play_matched(outcome.events):  # the others: no play targets them
+            report = DriftReport(changes=[], tallies={}, problems=[], run_dir=str(outcome.run_dir))
+        else:
+            report = DriftReport.from_events(outcome.events, rc=outcome.rc, run_dir=str(outcome.run_dir))
         report.record_clean = skip.hosts if skip else []
         write_retry(outcome.run_dir, report.problem_hosts)
     if as_json and not fix:

@@ -96,6 +96,14 @@ def host_tallies(events: Iterable[dict]) -> dict[str, HostTally]:
 PLAN_MISMATCH = "plan_mismatch"
 
 
+def no_play_matched(events: Iterable[dict]) -> bool:
+    """Every play of the run matched no host (ansible's own `playbook_on_no_hosts_matched`): a
+    run for hosts the playbook does not target, not a run that failed to report."""
+    events = list(events)
+    plays = sum(e.get("event") == "playbook_on_play_start" for e in events)
+    return plays > 0 and plays == sum(e.get("event") == "playbook_on_no_hosts_matched" for e in events)
+
+
 def plan_mismatches(res: dict) -> tuple[str, ...]:
     """The named mismatches a result carries (none for any other task)."""
     items = res.get(PLAN_MISMATCH)
