@@ -58,7 +58,7 @@ def test_rail_mtu_and_speed_come_from_the_generated_inventory(tmp_path):
     tasks.append({"name": "Switch", "ansible.builtin.set_fact": {
         "node_check_rail_speed_check": "{{ speed_check | default(true) }}"}})
     tasks.append({"name": "Plan", "ansible.builtin.debug": {"msg": "{{ (" + plan + ").expected.links }}"},
-        "vars": {"node_check_recorded": {}, "node_check_in_container": False}})
+        "vars": {"node_check_in_container": False}})
     old = [{k: v for k, v in r.items() if k not in ("mtu", "speed_mbps")} for r in node["rails"]]
     hosts = {"planned": {"rails": node["rails"]}, "older": {"rails": old},
              "override": {"rails": node["rails"], "rail_network_mtu": 4200},

@@ -12,7 +12,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from topology.operate import converged, inputs, manifest, rollout
+from topology.operate import converged, inputs, manifest
 from topology.operate.drift import EXIT_ERROR, DriftReport
 from topology.operate.events import host_problems, host_tallies, no_play_matched
 from topology.operate.private_files import private_dir
@@ -123,6 +123,8 @@ def apply(req: RunRequest, console: Console, progress: bool | None = None, full:
     `canary`: that switch is pushed (and gated) alone before any other (topology/operate/rollout.py).
     With `as_json` the human lines go to stderr and stdout holds one JSON object (apply_json)."""
     if canary:
+        from topology.operate import rollout  # (the plan's rollout groups: imported only when pushing)
+
         req = rollout.with_canary(req, canary)
     if as_json:
         code, result = _apply(req, Console(stderr=True), progress, full, full_after)
@@ -191,6 +193,8 @@ def _apply(req: RunRequest, console: Console, progress: bool | None, full: bool,
     retry = write_retry(outcome.run_dir, bad)
     result = ApplyResult(skip.hosts if skip else [], tallies, problems, str(outcome.run_dir),
                          str(retry) if retry else None)
+    from topology.operate import rollout  # (imports the plan's renderers: not on a run that skips every host)
+
     stop = rollout.stopped(req, set(tallies), {h for h, t in tallies.items() if t.changed}, set(bad))
     if stop:
         rollout.print_stop(console, stop)

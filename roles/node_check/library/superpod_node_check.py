@@ -67,6 +67,16 @@ options:
     type: list
     elements: int
     default: []
+  recorded_plans:
+    description:
+      - The plans other roles recorded on this node (local fact files, JSON), by owner
+        (host_tuning, hugepages, rdma, nvidia_driver). Read here, in the same call as the checks,
+        and merged into I(expected) (recorded_expectations): the command line parameters they
+        planned are added to expected.cmdline, and governor, C-states, PCIe ACS, ConnectX firmware
+        and the GPUDirect RDMA path come from them where expected leaves them null. A missing file
+        is an owner that did not run here (its values stay not planned).
+    type: dict
+    default: {}
 author: superpod
 """
 
@@ -151,6 +161,28 @@ def parse_meminfo(text):
 
 def parse_cmdline(text):
     return text.split()
+
+
+def recorded_expectations(expected, recorded):
+    """`expected` with what the owning roles recorded on the node (recorded: owner -> its plan,
+    as read from its fact file; an owner that did not run is absent). Values expected sets win,
+    except the command line: the recorded parameters come first, then expected's own."""
+    ht = recorded.get("host_tuning") or {}
+    hp = recorded.get("hugepages") or {}
+    out = dict(expected)
+    cmdline = list(ht.get("cmdline_params") or []) + list(hp.get("cmdline_params") or [])
+    out["cmdline"] = list(dict.fromkeys(cmdline + list(expected.get("cmdline") or [])))
+
+    def fill(key, value):
+        if out.get(key) is None or out.get(key) == "":
+            out[key] = value
+
+    fill("governor", ht.get("governor_wanted") or None)
+    fill("cstates_limited", any("max_cstate" in str(p) for p in ht.get("cmdline_params") or []) if ht else None)
+    fill("pcie_acs_disabled", (ht.get("pcie_acs") or {}).get("disable"))
+    fill("firmware", (recorded.get("rdma") or {}).get("firmware"))
+    fill("gpudirect_rdma", (recorded.get("nvidia_driver") or {}).get("gpudirect_rdma"))
+    return out
 
 
 # ----------------------------------------------------------------------------- comparing
@@ -654,6 +686,28 @@ def _read(path):
         return None
 
 
+def read_recorded_plans(files):
+    """(owner -> its recorded plan, error): an owner whose file is missing did not run here; a
+    file that is not a JSON object is an error naming it."""
+    plans = {}
+    for owner, path in sorted((files or {}).items()):
+        try:
+            with open(path, encoding="utf-8") as f:
+                text = f.read()
+        except FileNotFoundError:
+            continue
+        except OSError as e:
+            return None, f"recorded_plans.{owner}: cannot read {path}: {e.strerror}"
+        try:
+            plan = json.loads(text)
+        except ValueError as e:
+            return None, f"recorded_plans.{owner}: {path} is not JSON: {e}"
+        if not isinstance(plan, dict):
+            return None, f"recorded_plans.{owner}: {path} must hold a JSON object"
+        plans[owner] = plan
+    return plans, ""
+
+
 def read_hugepage_pools():
     pools = {}
     for d in glob.glob("/sys/kernel/mm/hugepages/hugepages-*kB"):
@@ -789,11 +843,15 @@ def main():
             "rail_lldp": {"type": "str", "choices": ["auto", "required", "off"], "default": "auto"},
             "lldpctl": {"type": "str", "default": "lldpctl"},
             "xid_allowed": {"type": "list", "elements": "int", "default": []},
+            "recorded_plans": {"type": "dict", "default": {}},
         },
         supports_check_mode=True,
     )
     p = module.params
-    exp = p["expected"]
+    recorded, problem = read_recorded_plans(p["recorded_plans"])
+    if problem:
+        module.fail_json(msg=problem)
+    exp = recorded_expectations(p["expected"], recorded)
     host_kernel = p["host_kernel_checks"]
     try:
         gpus, reason = read_gpus(module, p["nvidia_smi"])
