@@ -13,7 +13,7 @@ pids=(); names=()
 # Where the suite's CPU goes (the budget is CPU on two cores): each step's and job's own processes'
 # seconds (bash's `time`; the containers' processes are dockerd's children, counted apart below).
 cpu_line() { TIMEFORMAT="== cpu $1: %R s wall, %U s user, %S s sys"; }
-busy_seconds() { awk '/^cpu /{printf "%d %d", ($2+$3+$4+$7+$8+$9)/100, ($5+$6)/100}' /proc/stat; }
+busy_seconds() { awk '/^cpu /{printf "%d %d\n", ($2+$3+$4+$7+$8+$9)/100, ($5+$6)/100}' /proc/stat; }
 container_seconds() {
   local f=/sys/fs/cgroup/cpuacct/docker/cpuacct.usage
   [[ -r $f ]] && echo $(( $(cat "$f") / 1000000000 )) || echo "?"
