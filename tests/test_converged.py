@@ -290,6 +290,14 @@ def test_the_check_replays_accounts_mounts_finds_and_facts(tmp_path):
     assert check._facts_drift({"facts": facts}, {**facts, "kernel": "6.8.1"}) == [
         ("facts", "kernel: '6.8.1', was '6.8.0'")]
     assert check._facts_drift({"facts": facts}, None) == [("facts", "no facts to compare")]
+    # a module the apply saw loaded, unloaded since (the drift corpus's "module unloaded": a
+    # container shares the machine's kernel, so the lab cannot unload one; the kernel's own list here)
+    loaded = sorted(p.name for p in Path("/sys/module").iterdir())[0]
+    assert check._kmod_drift({"kmod": loaded, "loaded": True}) == []
+    assert check._kmod_drift({"kmod": "superpod_gone_mod", "loaded": True}) == [
+        ("loaded", "not loaded, expected loaded")]
+    assert check._kmod_drift({"kmod": loaded.replace("_", "-"), "loaded": False}) == [
+        ("loaded", "loaded, expected unloaded")]
 
 
 def test_hosts_not_known_converged_run_while_the_others_are_skipped(tmp_path):
