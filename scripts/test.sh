@@ -47,8 +47,9 @@ step() { # name, command...
   local name=$1; shift
   echo "== $name"
   echo "$name" >"$logdir/.current-step"
-  cpu_line "$name"
-  time "$@" || { echo "== $name: FAILED"; status=1; }
+  # In a subshell: its `time` counts this step's processes only. The main shell's own count also
+  # takes in every background job that ends (is reaped) while the step runs.
+  ( cpu_line "$name"; time "$@" ) || { echo "== $name: FAILED"; status=1; }
 }
 stop_jobs() { for p in "${pids[@]}"; do pkill -TERM -P "$p"; kill "$p"; done 2>/dev/null; }
 trap 'stop_jobs; exit 130' INT TERM
@@ -68,7 +69,10 @@ main_pid=$$
     fi
   done
   kill -TERM "$main_pid"          # its trap stops the background jobs once the foreground step is gone
-  pkill -TERM -P "$main_pid"      # the foreground step (bash runs the trap only after it returns)
+  # the foreground step's command (a grandchild: steps run in a subshell), then the step itself
+  # (bash runs the trap only after it returns)
+  for child in $(pgrep -P "$main_pid"); do [[ $child == "$BASHPID" ]] || pkill -TERM -P "$child"; done
+  pkill -TERM -P "$main_pid"
 ) & watchdog=$!
 
 step ruff ruff check .
@@ -91,7 +95,7 @@ for i in "${!pids[@]}"; do
   fi
 done
 echo "waiting" >"$logdir/.current-step"
-kill "$watchdog" 2>/dev/null
+watchdog_sleep=$(pgrep -P "$watchdog"); kill "$watchdog" $watchdog_sleep 2>/dev/null  # no orphaned sleep
 grep -h "^== cpu " "$logdir"/*.log 2>/dev/null || true
 read -r busy1 idle1 < <(busy_seconds); containers1=$(container_seconds)
 echo "== cpu machine: $((busy1 - busy0)) core-s busy, $((idle1 - idle0)) idle;" \
