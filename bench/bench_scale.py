@@ -72,10 +72,7 @@ def main() -> None:
     parser.add_argument("--strategies", default="linear", help="strategies to compare, each on every size")
     opts = parser.parse_args()
     sizes = sorted(int(s) for s in opts.sizes.split(","))
-    pod = LabPod.__new__(LabPod)
-    pod.session = f"perf-scale-{os.getpid()}"
-    pod.hosts = [f"scale-node{i:02d}" for i in range(1, sizes[-1] + 1)]
-    pod.containers = {h: f"{pod.session}-{h}" for h in pod.hosts}
+    pod = LabPod.unplanned([f"scale-node{i:03d}" for i in range(1, sizes[-1] + 1)], f"perf-scale-{os.getpid()}")
     bin_dir = Path(sys.executable).parent
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)

@@ -117,6 +117,16 @@ class LabPod:
         self.containers = {h: f"{self.session}-{h}" for h in self.hosts}
         self.extra: dict[str, str] = {}  # add_host(): planned hosts outside the groups
 
+    @classmethod
+    def unplanned(cls, hosts: list[str], session: str) -> LabPod:
+        """Node containers named `hosts` without a plan (bench/bench_scale.py): no planned GPUs."""
+        pod = cls.__new__(cls)
+        pod.stack, pod.groups, pod.inventory_dir, pod.session = None, (), None, session
+        pod.hosts, pod.gpu_counts = list(hosts), dict.fromkeys(hosts, 0)
+        pod.containers = {h: f"{session}-{h}" for h in hosts}
+        pod.extra = {}
+        return pod
+
     # ---- containers -------------------------------------------------------------------
     def start(self, image: str) -> None:
         self.remove_orphans()
