@@ -179,7 +179,8 @@ def test_rdma_core_replaced_under_the_running_kernel_is_a_reboot_reason(tmp_path
     modinfo = tmp_path / "modinfo"
     modinfo.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = '-F srcversion ib_core' ] && echo {installed}\n")
     modinfo.chmod(0o755)
-    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "core.yml"}},
+    # public: the reasons are a role var (vars/main.yml), visible after the include only so
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "core.yml", "public": True}},
              {"name": "Reasons", "ansible.builtin.debug": {"msg": "{{ rdma_core_reboot_reasons }}"}}]
     results = run_play(tmp_path, tasks, {"node": {}}, {"rdma_ib_core_srcversion_file": str(srcversion),
                                                        "rdma_modinfo_command": str(modinfo)})

@@ -31,7 +31,7 @@ def test_rdma_reports_the_limits_hugepages_recorded(tmp_path):
     facts = tmp_path / "facts.d"
     limits = tmp_path / "limits.d"
     tasks = [{"ansible.builtin.include_role": {"name": "hugepages", "tasks_from": "report.yml"}},
-             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "memlock.yml"}},
+             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "memlock.yml", "public": True}},
              {"ansible.builtin.debug": {"msg": "{{ rdma_memlock }}"}}]
     hosts = {"limited": {"hugepages_memlock_soft": 4096, "hugepages_memlock_hard": 8192},
              "unmanaged": {"hugepages_memlock_enabled": False}}
