@@ -24,7 +24,7 @@ REPORT = "Report the packages a run would install (check mode, from the package 
 # key -> (role, tasks file, the variable (in vars/Debian.yml or vars/main.yml) naming its packages,
 #         the tasks that call the package manager, in order (the last one installs), its report task)
 INSTALLS = {
-    "roce_qos": ("roce_qos", "install.yml", "roce_qos_family_packages",
+    "roce_qos": ("roce_qos", "packages.yml", "roce_qos_family_packages",
                  ["Install the tools the apply script uses (dcb, modprobe, python3)"], REPORT),
     "rail_network": ("rail_network", "main.yml", "rail_network_family_packages", ["Install the network tools"], REPORT),
     "host_network": ("host_network", "main.yml", "host_network_family_packages", ["Install the network tools"], REPORT),
@@ -34,7 +34,7 @@ INSTALLS = {
                              ["Install pciutils (setpci)"], REPORT),
     "host_tuning-cpupower": ("host_tuning", "governor.yml", "host_tuning_family_packages",
                              ["Install cpupower"], REPORT),
-    "fabric_telemetry": ("fabric_telemetry", "install.yml", "fabric_telemetry_family_packages",
+    "fabric_telemetry": ("fabric_telemetry", "packages.yml", "fabric_telemetry_family_packages",
                          ["Find missing packages (apt, dry run)", "Refresh the package index (apt)",
                           "Install Python and virtualenv support"], None),
     "rdma": ("rdma", "packages-inbox.yml", "rdma_family_inbox_packages", ["Install the inbox RDMA stack"], REPORT),
