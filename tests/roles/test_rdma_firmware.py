@@ -230,3 +230,35 @@ def test_firmware_read_is_reported_as_read(applied):
                        {"rdma_firmware_tool": f"{tmp}/ib-as-planned/mlxconfig",
                         "rdma_infiniband_class_dir": f"{tmp}/ib-as-planned/ib"})
     assert [r["msg"] for r in results["ib-as-planned"] if r["task"] == "State"] == ["read"]
+
+
+def test_no_rail_hca_present_is_reported_with_one_warning(tmp_path):
+    """Where no planned rail HCA is present (containers, a card missing) the rail-HCA steps
+    (firmware-hcas.yml) are not loaded at all, and the report still says why nothing was read;
+    what could not be applied and what waits for a reboot come in one warning task."""
+    prepare(tmp_path, "bare", {}, {"mlx5_0": None})
+    reason = "RDMA core: a stand-in reason"
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
+             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml"}},
+             {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
+    extra = {"rdma_firmware_tool": f"{tmp_path}/bare/mlxconfig",
+             "rdma_infiniband_class_dir": f"{tmp_path}/bare/ib",
+             "rdma_facts_file": f"{tmp_path}/bare/superpod_rdma.fact",
+             "rdma_stack": "inbox", "rdma_devices": [], "rdma_can_load_modules": False, "rdma_module_list": [],
+             "rdma_core_reboot_reasons": [reason], "rdma_memlock": {"managed": True, "hard": "unlimited"}}
+    hosts = {"bare": {"superpod_fabric_kind": "roce", "rails": [{"rail": 0, "hca": "mlx5_0"}],
+                      "test_facts": {"kernel": "6.1.0"}}}
+    results = run_play(tmp_path, tasks, hosts, extra, check=True)
+    res = results["bare"]
+    assert not [r for r in res if r.get("failed")], res
+    assert calls(tmp_path, "bare") == []  # nothing queried
+    assert not [r for r in res if "Query the firmware settings" in r["task"]]  # not even loaded
+    [report] = [r["msg"] for r in res if r["task"] == "Report"]
+    fw = report["firmware"]
+    assert (fw["state"], fw["settings"], fw["missing_hcas"], fw["hcas"]) == ("no rail HCA present", [], ["mlx5_0"], {})
+    assert report["reboot_reasons"] == [reason] and report["reboot_required"] is True
+    warnings = [r for r in res if "Warn about" in r["task"] and not r.get("skipped")]
+    assert len(warnings) == 1, [r["task"] for r in res]
+    msg = warnings[0]["msg"]
+    assert "firmware: rail HCA(s) mlx5_0 not present: firmware settings not checked" in msg
+    assert msg[msg.index(reason) - 1].startswith("REBOOT REQUIRED on bare") and msg[-1].startswith("Use playbooks/")
