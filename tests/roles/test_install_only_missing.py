@@ -28,7 +28,7 @@ INSTALLS = {
                  ["Install the tools the apply script uses (dcb, modprobe, python3)"], REPORT),
     "rail_network": ("rail_network", "main.yml", "rail_network_family_packages", ["Install the network tools"], REPORT),
     "host_network": ("host_network", "main.yml", "host_network_family_packages", ["Install the network tools"], REPORT),
-    "hugepages": ("hugepages", "mounts.yml", "hugepages_family_packages",
+    "hugepages": ("hugepages", "packages.yml", "hugepages_family_packages",
                   ["Install the HugePages tools (hugeadm)"], REPORT),
     "host_tuning-pciutils": ("host_tuning", "acs.yml", "host_tuning_pciutils_package",
                              ["Install pciutils (setpci)"], REPORT),
