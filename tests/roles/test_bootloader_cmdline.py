@@ -49,8 +49,11 @@ def calls(tmp, host: str) -> list[list[str]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def role_tasks(role: str, files: list[str], runs: int = 1) -> list:
-    return [{"ansible.builtin.include_role": {"name": role, "tasks_from": f}} for _ in range(runs) for f in files]
+def role_tasks(role: str, files: list[str], runs: int = 1, public: bool = False) -> list:
+    """include_role of each tasks file; public: the role's vars (vars/main.yml, where its derived
+    values live) stay visible to the tasks after it, as they do for a role in a play's roles."""
+    return [{"ansible.builtin.include_role": {"name": role, "tasks_from": f, **({"public": True} if public else {})}}
+            for _ in range(runs) for f in files]
 
 
 def extra(role: str, tmp) -> dict:
@@ -74,7 +77,7 @@ def hugepages_runs(tmp_path_factory):
     prepare(tmp, "defaults-rhel", "", {})
     prepare(tmp, "rhel-change", "default_hugepagesz=1G hugepagesz=1G hugepages=8 intel_idle.max_cstate=0",
             {"cmdline.d/60-host_tuning.conf": "iommu=pt\n"})
-    tasks = role_tasks("hugepages", ["plan.yml", "cmdline.yml"], runs=2) + [
+    tasks = role_tasks("hugepages", ["plan.yml", "cmdline.yml"], runs=2, public=True) + [
         {"ansible.builtin.debug": {"msg": "{{ hugepages_cmdline_params }}"}},
         {"ansible.builtin.debug": {"msg": "{{ hugepages_cmdline_missing }}"}},
     ]

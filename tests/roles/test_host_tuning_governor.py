@@ -95,12 +95,13 @@ def test_rhel_sets_the_governor_through_a_tuned_profile(tmp_path):
     tuned = tmp_path / "tuned"
     tuned.mkdir()
     (tuned / "active_profile").write_text("virtual-guest\n")  # RHEL's default on a VM
-    # governor-tuned.yml with the same swap, where governor.yml includes it
-    (tmp_path / "governor-tuned.yml").write_text(yaml.safe_dump(_governor_tasks(ROLE / "tasks/governor-tuned.yml")))
+    # the files governor.yml includes (its packages, governor-tuned.yml) with the same swap
     tasks = _governor_tasks(ROLE / "tasks/governor.yml")
     for t in tasks:
         if "ansible.builtin.include_tasks" in t:
-            t["ansible.builtin.include_tasks"] = str(tmp_path / "governor-tuned.yml")
+            name = t["ansible.builtin.include_tasks"]
+            (tmp_path / name).write_text(yaml.safe_dump(_governor_tasks(ROLE / "tasks" / name)))
+            t["ansible.builtin.include_tasks"] = str(tmp_path / name)
     host = dict(_vars("RedHat-9"), test_facts=RHEL9, host_tuning_tuned_dir=str(tuned), superpod_package_facts=None)
     results = run_play(tmp_path, tasks, {"rhel": host})["rhel"]
     assert not [r for r in results if r.get("failed")], [r for r in results if r.get("failed")]

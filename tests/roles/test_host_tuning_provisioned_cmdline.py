@@ -30,7 +30,7 @@ def runs(tmp_path_factory):
         if method:
             hv["host_tuning_bootloader_method"] = method
         hosts[name] = hv
-    tasks = role_tasks("host_tuning", ["cmdline.yml"]) + [
+    tasks = role_tasks("host_tuning", ["cmdline.yml"], public=True) + [
         {"ansible.builtin.debug": {"msg": "{{ host_tuning_cmdline_needed | default('unset') }}"}},
         {"ansible.builtin.debug": {"msg": "{{ host_tuning_cmdline_missing }}"}},
     ]
