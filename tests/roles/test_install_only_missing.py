@@ -39,7 +39,7 @@ INSTALLS = {
                           "Install Python and virtualenv support"], None),
     "rdma": ("rdma", "packages-inbox.yml", "rdma_family_inbox_packages", ["Install the inbox RDMA stack"], REPORT),
     # its packages come from the versions list (templates/installs.json.j2), pinned when asked
-    "cuda_toolkit": ("cuda_toolkit", "packages.yml", None, ["Install the toolkit packages"], REPORT),
+    "cuda_toolkit": ("cuda_toolkit", "install.yml", None, ["Install the toolkit packages"], REPORT),
 }
 PACKAGE_MODULES = ("ansible.builtin.package", "ansible.builtin.apt", "ansible.builtin.dnf")
 DEBIAN = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12",
