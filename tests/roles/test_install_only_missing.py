@@ -216,7 +216,7 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
 # nvidia_driver reads the installed packages itself (versions decide its pins and holds): with
 # site.yml's fresh read of this run that read is the same list (the roles before it only add
 # packages, none of its own), so it reads only when the role runs without one.
-READS = {"apt": ("repos-apt.yml", "Read the installed packages"),
+READS = {"apt": ("prerequisites-apt.yml", "Read the installed packages"),
          "dnf": ("packages-dnf.yml", "Read the installed packages")}
 
 
