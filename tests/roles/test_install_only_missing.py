@@ -39,7 +39,7 @@ INSTALLS = {
                           "Install Python and virtualenv support"], None),
     "rdma": ("rdma", "packages-inbox.yml", "rdma_family_inbox_packages", ["Install the inbox RDMA stack"], REPORT),
     # its packages come from the versions list (templates/installs.json.j2), pinned when asked
-    "cuda_toolkit": ("cuda_toolkit", "packages.yml", None, ["Install the toolkit packages"], REPORT),
+    "cuda_toolkit": ("cuda_toolkit", "install.yml", None, ["Install the toolkit packages"], REPORT),
 }
 PACKAGE_MODULES = ("ansible.builtin.package", "ansible.builtin.apt", "ansible.builtin.dnf")
 DEBIAN = {"os_family": "Debian", "distribution": "Debian", "distribution_major_version": "12",
@@ -216,7 +216,7 @@ def test_install_runs_only_for_a_missing_package(tmp_path, check):
 # nvidia_driver reads the installed packages itself (versions decide its pins and holds): with
 # site.yml's fresh read of this run that read is the same list (the roles before it only add
 # packages, none of its own), so it reads only when the role runs without one.
-READS = {"apt": ("repos-apt.yml", "Read the installed packages"),
+READS = {"apt": ("prerequisites-apt.yml", "Read the installed packages"),
          "dnf": ("packages-dnf.yml", "Read the installed packages")}
 
 
