@@ -26,8 +26,10 @@ REPORT = "Report the packages a run would install (check mode, from the package 
 INSTALLS = {
     "roce_qos": ("roce_qos", "packages.yml", "roce_qos_family_packages",
                  ["Install the tools the apply script uses (dcb, modprobe, python3)"], REPORT),
-    "rail_network": ("rail_network", "main.yml", "rail_network_family_packages", ["Install the network tools"], REPORT),
-    "host_network": ("host_network", "main.yml", "host_network_family_packages", ["Install the network tools"], REPORT),
+    "rail_network": ("rail_network", "packages.yml", "rail_network_family_packages",
+                     ["Install the network tools"], REPORT),
+    "host_network": ("host_network", "packages.yml", "host_network_family_packages",
+                     ["Install the network tools"], REPORT),
     "hugepages": ("hugepages", "packages.yml", "hugepages_family_packages",
                   ["Install the HugePages tools (hugeadm)"], REPORT),
     "host_tuning-pciutils": ("host_tuning", "acs_packages.yml", "host_tuning_pciutils_package",
