@@ -191,21 +191,27 @@ def test_rdma_core_replaced_under_the_running_kernel_is_a_reboot_reason(tmp_path
                        "DOCA or a kernel update replaced it): reboot (or restart openibd)"]
 
 
+def firmware_report_play(tmp_path, host: str, **facts) -> tuple[list[dict], dict]:
+    """firmware.yml then report.yml on `host` (prepared by prepare()), with its report shown as task
+    "Report"; `facts` are the values the role's earlier files would have set."""
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
+             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml"}},
+             {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
+    extra = {"rdma_firmware_tool": f"{tmp_path}/{host}/mlxconfig",
+             "rdma_infiniband_class_dir": f"{tmp_path}/{host}/ib",
+             "rdma_facts_file": f"{tmp_path}/{host}/superpod_rdma.fact",
+             "rdma_stack": "inbox", "rdma_memlock": {"managed": True, "hard": "unlimited"}, **facts}
+    return tasks, extra
+
+
 def test_check_mode_without_a_firmware_tool_says_not_readable(tmp_path):
     """A fresh node under --check has no mlxconfig/mstconfig yet (a run installs mstflint): nothing
     can be read, and the report must say so (state, not_applied_now) and the drift must list it as a
     change, never an empty settings list that reads as 'firmware as planned'."""
     prepare(tmp_path, "fresh", {}, {"mlx5_0": "0000:18:00.0"})
     (tmp_path / "fresh" / "mlxconfig").unlink()
-    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
-             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml"}},
-             {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
-    extra = {"rdma_firmware_tool": f"{tmp_path}/fresh/mlxconfig",
-             "rdma_infiniband_class_dir": f"{tmp_path}/fresh/ib",
-             "rdma_facts_file": f"{tmp_path}/fresh/superpod_rdma.fact",
-             "rdma_stack": "inbox", "rdma_devices": ["0000:18:00.0"], "rdma_can_load_modules": True,
-             "rdma_module_list": ["mlx5_ib"],
-             "rdma_core_reboot_reasons": [], "rdma_memlock": {"managed": True, "hard": "unlimited"}}
+    tasks, extra = firmware_report_play(tmp_path, "fresh", rdma_devices=["0000:18:00.0"], rdma_can_load_modules=True,
+                                        rdma_module_list=["mlx5_ib"], rdma_core_reboot_reasons=[])
     results = run_play(tmp_path, tasks, {"fresh": {"superpod_fabric_kind": "roce",
                                                     "rails": [{"rail": 0, "hca": "mlx5_0"}],
                                                     "test_facts": {"kernel": "6.1.0"}}}, extra, check=True,
@@ -238,14 +244,8 @@ def test_no_rail_hca_present_is_reported_with_one_warning(tmp_path):
     what could not be applied and what waits for a reboot come in one warning task."""
     prepare(tmp_path, "bare", {}, {"mlx5_0": None})
     reason = "RDMA core: a stand-in reason"
-    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
-             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml"}},
-             {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
-    extra = {"rdma_firmware_tool": f"{tmp_path}/bare/mlxconfig",
-             "rdma_infiniband_class_dir": f"{tmp_path}/bare/ib",
-             "rdma_facts_file": f"{tmp_path}/bare/superpod_rdma.fact",
-             "rdma_stack": "inbox", "rdma_devices": [], "rdma_can_load_modules": False, "rdma_module_list": [],
-             "rdma_core_reboot_reasons": [reason], "rdma_memlock": {"managed": True, "hard": "unlimited"}}
+    tasks, extra = firmware_report_play(tmp_path, "bare", rdma_devices=[], rdma_can_load_modules=False,
+                                        rdma_module_list=[], rdma_core_reboot_reasons=[reason])
     hosts = {"bare": {"superpod_fabric_kind": "roce", "rails": [{"rail": 0, "hca": "mlx5_0"}],
                       "test_facts": {"kernel": "6.1.0"}}}
     results = run_play(tmp_path, tasks, hosts, extra, check=True)
