@@ -10,9 +10,9 @@ from dataclasses import replace
 from typing import NamedTuple
 
 import netaddr
-from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import SwitchModel
+from topology.layout.ipv4 import int_to_str
 from topology.layout.mgmt_net import TIER as MGMT_UPLINK
 from topology.layout.model import Address, Link
 from topology.layout.oob_routing import TIERS as OOB_TIERS
