@@ -45,12 +45,27 @@ def _plain_block(block: list[tuple]) -> str | None:
     if width < 2 or len(set(map(len, block))) != 1:
         return _plain_rows(block)
     fields = tuple(_flat(block))
-    if None in fields:
-        return None
     text = _row_format(width) * len(block) % fields
-    if '"' in text or "\r" in text or text.count("\n") != len(block) or text.count(",") != len(fields) - len(block):
+    # a None field is written "None": a text without that word has none, found by one C-level
+    # scan instead of a comparison per field (3M fields at 8k GPUs); with it, the fields decide
+    if "None" in text and None in fields:
         return None
+    if '"' in text or "\r" in text or text.count("\n") != len(block):
+        return None
+    if text.count(",") != len(fields) - len(block):  # fields with commas (NetBox's tag lists): quoted
+        return _commas_quoted(block, width)
     return text
+
+
+def _commas_quoted(block: list[tuple], width: int) -> str:
+    """A block none of whose fields holds a quote, CR, LF or None, some a comma: those are quoted,
+    as the csv module quotes them (its writer was 70 ms of the 8k plan's NetBox cables alone).
+    A column is joined once (C code) to find whether any of its fields holds a comma."""
+    columns = list(zip(*block, strict=True))
+    for j, column in enumerate(columns):
+        if "," in "\n".join(map(str, column)):
+            columns[j] = tuple(f'"{f}"' if "," in f else f for f in map(str, column))
+    return _row_format(width) * len(block) % tuple(_flat(zip(*columns, strict=True)))
 
 
 @functools.lru_cache(maxsize=64)
