@@ -159,7 +159,8 @@ def _ip(a) -> str:
 def node_nics(node: catalog.NodeModel, kind: str, storage_kind: str) -> tuple[tuple, tuple, list[str]]:
     """What a node model's NICs give each node of it, worked out once per model: its rails' (gpu, hca,
     netdev, numa) in GPU order, its storage NICs' (netdev, hca), its in-band bond members."""
-    rails = tuple((nic.gpu, nic.hca, nic.netdev(kind), nic.numa) for nic in sorted(node.compute_nics, key=lambda n: n.gpu))
+    ordered = sorted(node.compute_nics, key=lambda n: n.gpu)
+    rails = tuple((nic.gpu, nic.hca, nic.netdev(kind), nic.numa) for nic in ordered)
     storage = tuple((nic.netdev(storage_kind), nic.hca) for nic in node.storage_nics)
     return rails, storage, [n.netdev("ethernet") for n in node.inband_nics]
 
