@@ -95,6 +95,12 @@ def test_csv_writes_what_the_csv_module_writes():
         # fields with commas and nothing else to quote (NetBox's tag lists): quoted in place
         [tuple(rng.choice(plain + [",", "x,y", "superpod,su-01,rail-0", ",,"]) for _ in range(4)) for _ in range(3000)],
         [("a", "b,c", 1)] * 2100 + [("a", None, 1)],
+        # a later block: commas in another column too, a quote, a line break or None where commas were
+        [("a", "b,c", "d")] * 2048 + [("a,x", "b,c", "d")] * 10 + [("a", "b", "d")] * 5,
+        [("a", "b,c")] * 2048 + [("a", 'q"b,c')] * 3,
+        [("a", "b,c")] * 2048 + [("a", 'x"y')] * 3,
+        [("a", "b,c")] * 2048 + [("a", "x\ny,z")] * 3,
+        [("a", "b,c")] * 2048 + [("a", None), ("a", 2.5)],
     ]
     for rows in cases:
         want = io.StringIO()
