@@ -373,9 +373,9 @@ class DesiredView:
                 shared[a.address].append((a.device, a.interface))
         for a in addresses:
             ifs = shared.get(a.address)
-            if ifs is None:
-                one = [(a.device, a.interface)]
-                yield IpAddress(a.address, a.pool, tuple(one), _address_role(a.address, one))
+            if ifs is None:  # on one interface (nearly all): _address_role's answer for it, inline
+                role = "loopback" if a.interface == "lo" and a.address.endswith("/32") else ""
+                yield IpAddress(a.address, a.pool, ((a.device, a.interface),), role)
             elif ifs:  # its first use; emptied once written
                 yield IpAddress(a.address, a.pool, tuple(ifs), _address_role(a.address, ifs))
                 ifs.clear()
