@@ -101,6 +101,10 @@ def test_csv_writes_what_the_csv_module_writes():
         [("a", "b,c")] * 2048 + [("a", 'x"y')] * 3,
         [("a", "b,c")] * 2048 + [("a", "x\ny,z")] * 3,
         [("a", "b,c")] * 2048 + [("a", None), ("a", 2.5)],
+        # every field a str (joined per row), then one that is not
+        [tuple(rng.choice(["a", "", "None", "x y", "%s", "ünï"]) for _ in range(5)) for _ in range(2100)],
+        [tuple(rng.choice(["a", "", "x,y", "a,b,c"]) for _ in range(3)) for _ in range(4100)] + [("a", 1, "b,c")] * 9,
+        [("a", "b")] * 2048 + [("a", None)] + [("a", "x\ry")],
     ]
     for rows in cases:
         want = io.StringIO()
