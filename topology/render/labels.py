@@ -134,12 +134,14 @@ def labels_pieces(layout: Layout) -> Iterator[str]:
             b_rack, b_unit, b_place = places.get(lk.b_device) or place(lk.b_device)
             cid = cable_id(lk, lk.tier in numbered)
             n = lk.cable_count  # fibres of this link (a splitter's leg: its own, one)
+            # numbers as text (str(), as the csv writer writes them): a row of str is joined in C (tables.py)
+            speed, fibres = str(lk.speed_gbps), str(n)
             for k in range(1, n + 1):
                 suffix = f" fibre {k}/{n}" if n > 1 else ""
                 here, there = f"{a_place} {lk.a_port}{suffix}", f"{b_place} {lk.b_port}{suffix}"
                 yield (f"{cid}.{k}" if n > 1 else cid, here, "to " + there, there, "to " + here,
                        a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
-                       lk.tier, lk.media, lk.length_class, lk.speed_gbps, k, n)
+                       lk.tier, lk.media, lk.length_class, speed, str(k), fibres)
 
     return csv_pieces(HEADER, rows())
 

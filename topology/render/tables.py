@@ -171,7 +171,7 @@ def cabling_pieces(layout: Layout) -> Iterator[str]:
                 lk.b_port,
                 lk.tier,
                 lk.fabric,
-                lk.speed_gbps,
+                str(lk.speed_gbps),  # as the csv writer writes it: a row of str is joined in C (_plain_block)
                 lk.length_class,
                 lk.media,
                 f"{lk.length_m:g}",
