@@ -139,14 +139,12 @@ def _index(layout: Layout) -> tuple[dict, dict, dict, dict]:
     the first by (device, pool); ASNs by device; rows by rack."""
     hosts = {d.name for d in layout.devices if d.role in HOST_ROLES}
     addr: dict[tuple[str, str], object] = {}
-    by_pool: dict[tuple[str, str], object] = {}
     for a in layout.addresses:
         if a.pool == "rail_pods":  # beside the leaf's rail address on one interface: known by the NIC it serves
             addr[(a.device, "rail_pods", a.peer)] = a
-            continue
-        if a.interface == "lo" or a.device in hosts:
+        elif a.interface == "lo" or a.device in hosts:
             addr[(a.device, a.interface)] = a
-        by_pool.setdefault((a.device, a.pool), a)
+    by_pool = layout.first_address  # read for in-band and OOB addresses only
     asn = {a.device: a.asn for a in layout.asns}
     rows = {r.name: r.row for r in layout.racks}
     return addr, by_pool, asn, rows

@@ -120,10 +120,12 @@ def _blank(v) -> object:
 
 
 def devices_pieces(layout: Layout) -> Iterator[str]:
-    first: dict[tuple[str, str], str] = {}
-    for a in layout.addresses:
-        if a.pool in ("oob", "inband"):
-            first.setdefault((a.device, a.pool), a.address.split("/")[0])
+    first = layout.first_address
+
+    def ip(device: str, pool: str) -> str:
+        a = first.get((device, pool))
+        return a.address.split("/")[0] if a else ""
+
     return csv_pieces(
         [
             "name",
@@ -151,8 +153,8 @@ def devices_pieces(layout: Layout) -> Iterator[str]:
                 d.power_kw,
                 d.rack_units,
                 _blank(d.rack_unit),
-                first.get((d.name, "oob"), ""),
-                first.get((d.name, "inband"), ""),
+                ip(d.name, "oob"),
+                ip(d.name, "inband"),
             )
             for d in layout.devices
         ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import operator
 import socket
 from dataclasses import replace
 from typing import NamedTuple
@@ -182,10 +183,13 @@ class _Bounds(NamedTuple):
     last: int
 
 
+_FIRST_LAST = operator.attrgetter("first", "last")  # of a _Bounds or a netaddr.IPNetwork
+
+
 def _merged(nets) -> list[tuple[int, int]]:
     """Sorted, merged integer ranges (first, last) of networks."""
     out: list[list[int]] = []
-    for lo, hi in sorted((n.first, n.last) for n in nets):
+    for lo, hi in sorted(map(_FIRST_LAST, nets)):  # attributes read in C: 33k host subnets at 8k GPUs
         if out and lo <= out[-1][1] + 1:
             out[-1][1] = max(out[-1][1], hi)
         else:
@@ -199,7 +203,7 @@ class HostSpace:
     switch cost a third of the switch renderer's time at 8k GPUs."""
 
     def __init__(self, networks):
-        self.ranges = _merged(_bounds(n) for n in set(networks))
+        self.ranges = _merged(map(_bounds, set(networks)))
         self.starts = [lo for lo, _ in self.ranges]
 
     def holds_other(self, span: netaddr.IPNetwork, mine: list[tuple[int, int]]) -> bool:
