@@ -139,3 +139,15 @@ def test_memoized_port_names_are_the_models_own():
             for i in indexes + indexes:
                 assert sw.port(i, speed) == fresh._port(i, speed)
         assert sw == fresh
+
+
+def test_a_port_used_twice_is_still_named():
+    """check_ports counts the ends in C; a repeated end is still refused, the first one named."""
+    from topology.layout.build import check_ports
+
+    links = [Link("n1", "p1", "s1", "swp1", "compute", "node-leaf", 400),
+             Link("n2", "p1", "s1", "swp2", "compute", "node-leaf", 400)]
+    check_ports(links)
+    with pytest.raises(AssertionError, match="port used twice: s1 swp2"):
+        check_ports([*links, Link("n3", "p1", "s1", "swp2", "compute", "node-leaf", 400),
+                     Link("n1", "p1", "s9", "swp9", "compute", "node-leaf", 400)])
