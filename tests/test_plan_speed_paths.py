@@ -139,6 +139,11 @@ def test_memoized_port_names_are_the_models_own():
             for i in indexes + indexes:
                 assert sw.port(i, speed) == fresh._port(i, speed)
         assert sw == fresh
+        for deep in (False, True):  # a copy names its ports from its own fields, not its original's memo
+            renamed = sw.model_copy(update={"port_name": "xe{cage}-{sub}"}, deep=deep)
+            speed = next(iter(sw.lanes))
+            assert renamed.port(0, speed) == renamed._port(0, speed) != sw.port(0, speed)
+            assert sw.model_copy(deep=deep) == sw
 
 
 def test_a_port_used_twice_is_still_named():

@@ -150,8 +150,19 @@ class SwitchModel(_Entry):
     @cached_property
     def port_names(self) -> dict[tuple[int, int], str]:
         """port()'s answers so far: the layout names each port of a model again on every switch
-        of it (53k names at 8k GPUs, a str.format each)."""
+        of it (53k names at 8k GPUs, a str.format each). A copy starts without them (a copy may
+        change the fields the names come from: model_copy(update=...))."""
         return {}
+
+    def __copy__(self) -> SwitchModel:
+        copied = super().__copy__()
+        copied.__dict__.pop("port_names", None)
+        return copied
+
+    def __deepcopy__(self, memo: dict | None = None) -> SwitchModel:
+        copied = super().__deepcopy__(memo)
+        copied.__dict__.pop("port_names", None)
+        return copied
 
     def port(self, index: int, speed_gbps: int) -> str:
         """Name of logical port `index` (0-based) at `speed_gbps`."""
