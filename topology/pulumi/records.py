@@ -9,7 +9,7 @@ state is created; the provider only keeps counts and a digest.
 
 Each map travels as one canonical JSON string (sorted keys, no spaces). Pulumi's Python SDK
 serializes a map value by value in Python and reads it back the same way: 334k values at 100k
-GPUs, about 2 s of the program's CPU, where a string is one value. The CLI decodes JSON strings
+GPUs, about 2.5 s of the program's CPU, where a string is one value. The CLI decodes JSON strings
 in a diff (`~ devices: (json) { + "su02-node01": ... }`), so the diff names the same entries.
 States written before hold the maps themselves; the provider reads either (`parts_of`) and
 digests both to the same value, so such a stack shows no change after the upgrade.
