@@ -13,8 +13,9 @@ import yaml
 from pulumi.runtime.mocks import MockMonitor
 from pulumi.runtime.settings import set_root_resource
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, stack_layout
 from topology.pulumi.program import deploy
+from topology.pulumi.records import slice_layout
 from topology.pulumi.settings import read_settings
 
 
@@ -97,3 +98,12 @@ def run_program(stack: str, root: Path, config: dict[str, Any] | None = None, se
 
     program()
     return Run(monitor.registered, out["outputs"], out["pod"], out.get("secret", {}))
+
+
+def slice_maps(stack: str) -> dict[str, dict[str, dict]]:
+    """Record name -> the slice's devices, cables and racks, from the layout itself."""
+    slices = slice_layout(stack_layout(stack))
+    named = {f"su{su:02d}-layout": p for su, p in slices.sus.items()}
+    named |= {f"tier-{t}-layout": p for t, p in slices.tiers.items()}
+    named |= {f"row-{r}-layout": p for r, p in slices.rows.items()}
+    return {name: {"devices": p.devices, "cables": p.cables, "racks": p.racks} for name, p in named.items()}

@@ -6,6 +6,8 @@ requests go as the engine sends them."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import subprocess
 import sys
 
@@ -16,7 +18,8 @@ from pulumi.runtime import proto, rpc
 from pulumi.runtime.proto import provider_pb2_grpc
 
 from tests.conftest import ROOT, spec_with
-from tests.pulumi.harness import run_program
+from tests.pulumi.harness import run_program, slice_maps
+from topology.pulumi.records import PARTS
 
 
 def struct(props: dict):
@@ -108,3 +111,35 @@ def test_vault_file_in_the_provider_process(provider, tmp_path):
     assert text.startswith("$ANSIBLE_VAULT;1.1;AES256") and "Pl41n-Pa55" not in text
     outs = rpc.deserialize_properties(created.properties)
     assert set(outs) == {"root", "path", "fingerprint", "created_dirs", "version", "__provider"}  # no credential
+
+
+def old_digest(devices: dict, cables: dict, racks: dict) -> str:
+    """The digest in states written while the records' inputs were maps (before 28 Nov 2026)."""
+    return hashlib.sha256(json.dumps([devices, cables, racks], sort_keys=True).encode()).hexdigest()
+
+
+def test_a_record_state_written_with_maps_diffs_clean(provider, lab_run):
+    """A stack deployed while the records' inputs were maps shows no change once they are JSON
+    strings: the engine sends the provider the old state's outputs and the program's new inputs."""
+    svc = provider
+    layout = slice_maps("lab")
+    records = {r.name: r for r in lab_run.by_type(":LayoutRecord")}
+    assert set(records) == set(layout)
+    for name, reg in records.items():
+        maps = layout[name]
+        new = engine_inputs(reg, ROOT)
+        old = {k: v for k, v in new.items() if k not in PARTS} | maps  # the inputs as registered before
+        created = svc.Create(proto.CreateRequest(urn="urn:r", properties=struct(old)))
+        outs = rpc.deserialize_properties(created.properties)
+        assert outs["digest"] == old_digest(maps["devices"], maps["cables"], maps["racks"])
+        assert outs["device_count"] == len(maps["devices"]) and outs["cable_count"] == len(maps["cables"])
+
+        checked = svc.Check(proto.CheckRequest(urn="urn:r", olds=struct(old), news=struct(new)))
+        same = svc.Diff(proto.DiffRequest(id=created.id, urn="urn:r", olds=created.properties, news=checked.inputs))
+        assert same.changes == proto.DiffResponse.DIFF_NONE, name
+
+        part = next(p for p in PARTS if maps[p])
+        dropped = next(iter(maps[part]))
+        fewer = new | {part: json.dumps({k: v for k, v in maps[part].items() if k != dropped})}
+        changed = svc.Diff(proto.DiffRequest(id=created.id, urn="urn:r", olds=created.properties, news=struct(fewer)))
+        assert changed.changes == proto.DiffResponse.DIFF_SOME, name

@@ -6,6 +6,13 @@ row. Each holds maps keyed by device name, cable end and rack name: `pulumi prev
 then lists exactly the devices, cables and racks a spec change adds, removes or alters, while an
 8192-GPU pod stays near a hundred resources instead of one per cable. Nothing outside the
 state is created; the provider only keeps counts and a digest.
+
+Each map travels as one canonical JSON string (sorted keys, no spaces). Pulumi's Python SDK
+serializes a map value by value in Python and reads it back the same way: 334k values at 100k
+GPUs, about 2.5 s of the program's CPU, where a string is one value. The CLI decodes JSON strings
+in a diff (`~ devices: (json) { + "su02-node01": ... }`), so the diff names the same entries.
+States written before hold the maps themselves; the provider reads either (`parts_of`) and
+digests both to the same value, so such a stack shows no change after the upgrade.
 """
 
 from __future__ import annotations
@@ -97,8 +104,27 @@ def slice_layout(layout: Layout) -> Slices:
     return Slices(dict(sorted(sus.items())), dict(tiers), dict(sorted(rows.items())))
 
 
+PARTS = ("devices", "cables", "racks")
+
+
+def encoded(part: dict[str, str]) -> str:
+    """One of a slice's maps as the record's input: canonical JSON, the same for the same map."""
+    return json.dumps(part, sort_keys=True, separators=(",", ":"))
+
+
+def parts_of(props: dict[str, Any]) -> dict[str, dict[str, str]]:
+    """A record's devices, cables and racks as maps, from its inputs (JSON strings) or from a
+    state written before they were encoded (the maps themselves)."""
+    parts = {}
+    for k in PARTS:
+        value = props.get(k) or {}
+        parts[k] = json.loads(value) if isinstance(value, str) else value
+    return parts
+
+
 def digest(props: dict[str, Any]) -> str:
-    body = json.dumps([props.get(k) or {} for k in ("devices", "cables", "racks")], sort_keys=True)
+    parts = parts_of(props)
+    body = json.dumps([parts[k] for k in PARTS], sort_keys=True)
     return hashlib.sha256(body.encode()).hexdigest()
 
 
@@ -106,11 +132,12 @@ class RecordProvider(ResourceProvider):
     """Keeps a slice of the layout in state; touches nothing outside it."""
 
     def _outs(self, props: dict[str, Any]) -> dict[str, Any]:
+        parts = parts_of(props)
         return {
-            "digest": digest(props),
-            "device_count": len(props.get("devices") or {}),
-            "cable_count": len(props.get("cables") or {}),
-            "rack_count": len(props.get("racks") or {}),
+            "digest": digest(parts),
+            "device_count": len(parts["devices"]),
+            "cable_count": len(parts["cables"]),
+            "rack_count": len(parts["racks"]),
         }
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -134,9 +161,9 @@ class LayoutRecord(Resource, module="superpod", name="LayoutRecord"):
     def __init__(self, name: str, piece: Slice, opts: pulumi.ResourceOptions | None = None) -> None:
         props = {
             "slice": name,
-            "devices": piece.devices,
-            "cables": piece.cables,
-            "racks": piece.racks,
+            "devices": encoded(piece.devices),
+            "cables": encoded(piece.cables),
+            "racks": encoded(piece.racks),
             "digest": None,
             "device_count": None,
             "cable_count": None,
