@@ -15,6 +15,8 @@ import yaml
 from netaddr.strategy.ipv4 import int_to_str
 
 from tests.conftest import STACKS, stack_layout
+from topology import catalog
+from topology.layout import ipv4
 from topology.layout.cabling import CABLED_FIELDS
 from topology.layout.model import Link
 from topology.render import inventory
@@ -90,6 +92,19 @@ def test_csv_writes_what_the_csv_module_writes():
         [tuple(rng.choice(plain + odd) for _ in range(4)) for _ in range(3000)],
         [("a", "b")] * 3000 + [("a", "b", "c")] + [("a",)],
         [("",), (None,), (), [1, "a"], (1, 2)],
+        # fields with commas and nothing else to quote (NetBox's tag lists): quoted in place
+        [tuple(rng.choice(plain + [",", "x,y", "superpod,su-01,rail-0", ",,"]) for _ in range(4)) for _ in range(3000)],
+        [("a", "b,c", 1)] * 2100 + [("a", None, 1)],
+        # a later block: commas in another column too, a quote, a line break or None where commas were
+        [("a", "b,c", "d")] * 2048 + [("a,x", "b,c", "d")] * 10 + [("a", "b", "d")] * 5,
+        [("a", "b,c")] * 2048 + [("a", 'q"b,c')] * 3,
+        [("a", "b,c")] * 2048 + [("a", 'x"y')] * 3,
+        [("a", "b,c")] * 2048 + [("a", "x\ny,z")] * 3,
+        [("a", "b,c")] * 2048 + [("a", None), ("a", 2.5)],
+        # every field a str (joined per row), then one that is not
+        [tuple(rng.choice(["a", "", "None", "x y", "%s", "ünï"]) for _ in range(5)) for _ in range(2100)],
+        [tuple(rng.choice(["a", "", "x,y", "a,b,c"]) for _ in range(3)) for _ in range(4100)] + [("a", 1, "b,c")] * 9,
+        [("a", "b")] * 2048 + [("a", None)] + [("a", "x\ry")],
     ]
     for rows in cases:
         want = io.StringIO()
@@ -97,3 +112,47 @@ def test_csv_writes_what_the_csv_module_writes():
         writer.writerow(["h1", "h,2"])
         writer.writerows(rows)
         assert csv_text(["h1", "h,2"], iter([*rows[:-1], iter(rows[-1])])) == want.getvalue()  # a row as an iterator
+
+
+def test_ipv4_text_is_netaddrs():
+    """Addresses are written from integers by topology.layout.ipv4 (a /24's head text kept): netaddr's text,
+    and netaddr's refusal outside 32 bits."""
+    rng = random.Random(18)
+    values = [0, 1, 255, 256, 2**32 - 1, 0x64400000, *(rng.randrange(1 << 32) for _ in range(20000))]
+    values += [0x0A000000 + rng.randrange(1 << 12) for _ in range(5000)]  # the same /24s again and again
+    assert [ipv4.int_to_str(v) for v in values] == [int_to_str(v) for v in values]
+    for bad in (-1, -256, 2**32, 2**40):
+        with pytest.raises(ValueError):
+            int_to_str(bad)
+        with pytest.raises(ValueError):
+            ipv4.int_to_str(bad)
+
+
+def test_memoized_port_names_are_the_models_own():
+    """SwitchModel.port keeps its answers: the same names as computed afresh, for every model and speed,
+    asked in any order; the model still equals an unmemoized copy of itself."""
+    for sw in catalog.load().switches.values():
+        fresh = catalog.SwitchModel.model_validate(sw.model_dump())
+        for speed in sw.lanes:
+            indexes = list(range(sw.radix(speed)))
+            random.Random(speed).shuffle(indexes)
+            for i in indexes + indexes:
+                assert sw.port(i, speed) == fresh._port(i, speed)
+        assert sw == fresh
+        for deep in (False, True):  # a copy names its ports from its own fields, not its original's memo
+            renamed = sw.model_copy(update={"port_name": "xe{cage}-{sub}"}, deep=deep)
+            speed = next(iter(sw.lanes))
+            assert renamed.port(0, speed) == renamed._port(0, speed) != sw.port(0, speed)
+            assert sw.model_copy(deep=deep) == sw
+
+
+def test_a_port_used_twice_is_still_named():
+    """check_ports counts the ends in C; a repeated end is still refused, the first one named."""
+    from topology.layout.build import check_ports
+
+    links = [Link("n1", "p1", "s1", "swp1", "compute", "node-leaf", 400),
+             Link("n2", "p1", "s1", "swp2", "compute", "node-leaf", 400)]
+    check_ports(links)
+    with pytest.raises(AssertionError, match="port used twice: s1 swp2"):
+        check_ports([*links, Link("n3", "p1", "s1", "swp2", "compute", "node-leaf", 400),
+                     Link("n1", "p1", "s9", "swp9", "compute", "node-leaf", 400)])

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import difflib
-from functools import cache
+from functools import cache, cached_property
 from math import sqrt
 from pathlib import Path
 from typing import Literal
@@ -147,8 +147,31 @@ class SwitchModel(_Entry):
         ports = self.cages * self.lanes.get(speed_gbps, 0)
         return min(ports, self.max_ports) if self.max_ports else ports
 
+    @cached_property
+    def port_names(self) -> dict[tuple[int, int], str]:
+        """port()'s answers so far: the layout names each port of a model again on every switch
+        of it (53k names at 8k GPUs, a str.format each). A copy starts without them (a copy may
+        change the fields the names come from: model_copy(update=...))."""
+        return {}
+
+    def __copy__(self) -> SwitchModel:
+        copied = super().__copy__()
+        copied.__dict__.pop("port_names", None)
+        return copied
+
+    def __deepcopy__(self, memo: dict | None = None) -> SwitchModel:
+        copied = super().__deepcopy__(memo)
+        copied.__dict__.pop("port_names", None)
+        return copied
+
     def port(self, index: int, speed_gbps: int) -> str:
         """Name of logical port `index` (0-based) at `speed_gbps`."""
+        name = self.port_names.get((index, speed_gbps))
+        if name is None:
+            name = self.port_names[(index, speed_gbps)] = self._port(index, speed_gbps)
+        return name
+
+    def _port(self, index: int, speed_gbps: int) -> str:
         per_cage = self.lanes[speed_gbps]
         cage, sub = divmod(index, per_cage)
         if per_cage <= self.ports_per_cage or (self.breakout_name is None and self.split_name is None):

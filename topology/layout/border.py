@@ -23,14 +23,13 @@ from __future__ import annotations
 from dataclasses import replace
 from math import ceil
 
-from netaddr.strategy.ipv4 import int_to_str
-
 from topology.catalog import Catalog
 from topology.catalog.ports import cages_used
 from topology.errors import SpecError
 from topology.layout.cabling import end_of, parts, run_length, stock_length
 from topology.layout.inband import size_inband
 from topology.layout.ipam import Pool
+from topology.layout.ipv4 import int_to_str
 from topology.layout.model import Address, Asn, Device, Link, Rack
 from topology.spec import PodSpec
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from itertools import chain
+from operator import attrgetter
 
 from topology import catalog
 from topology.catalog import Catalog
@@ -116,13 +118,19 @@ STAGES: tuple[Callable[[Draft], Draft], ...] = (
 
 
 def check_ports(links: list[Link]) -> None:
-    """No port carries two cables: a bug in a stage, never a user error."""
+    """No port carries two cables: a bug in a stage, never a user error. The ends are counted in C
+    (600k at 100k GPUs); only when some end repeats are they walked for the first that does."""
+    ends = list(chain.from_iterable(zip(map(_A_END, links), map(_B_END, links), strict=True)))
+    if len(set(ends)) == len(ends):
+        return
     seen: set[tuple[str, str]] = set()
-    for link in links:
-        for end in ((link.a_device, link.a_port), (link.b_device, link.b_port)):
-            if end in seen:
-                raise AssertionError(f"port used twice: {end[0]} {end[1]}")
-            seen.add(end)
+    for end in ends:
+        if end in seen:
+            raise AssertionError(f"port used twice: {end[0]} {end[1]}")
+        seen.add(end)
+
+
+_A_END, _B_END = attrgetter("a_device", "a_port"), attrgetter("b_device", "b_port")
 
 
 def facts(d: Draft) -> dict:

@@ -12,7 +12,6 @@ from __future__ import annotations
 from math import ceil, log2
 
 import netaddr
-from netaddr.strategy.ipv4 import int_to_str
 
 from topology.catalog import Catalog
 from topology.catalog import load as load_catalog
@@ -20,6 +19,7 @@ from topology.errors import SpecError
 from topology.layout.fabric import ComputeSizing, storage_leaves_per_su
 from topology.layout.inband import pairs_for, size_inband
 from topology.layout.inband_routing import inband_asns, uplink_regions
+from topology.layout.ipv4 import int_to_str
 from topology.layout.model import Address, Asn, Device, Link, Rack
 from topology.layout.oob_routing import oob_asns
 from topology.layout.racks import agg_access_ports

@@ -127,6 +127,15 @@ class Layout:
         return [d for d in self.devices if d.role == role]
 
     @cached_property
+    def first_address(self) -> dict[tuple[str, str], Address]:
+        """Each device's first address in each pool, by (device, pool): what devices.csv, the
+        inventory and the telemetry targets read (each scanned every address for it)."""
+        out: dict[tuple[str, str], Address] = {}
+        for a in self.addresses:
+            out.setdefault((a.device, a.pool), a)
+        return out
+
+    @cached_property
     def addresses_by_device(self) -> dict[str, list[Address]]:
         out: dict[str, list[Address]] = {}
         for a in self.addresses:

@@ -21,6 +21,12 @@ def row_letters(row: int) -> str:
     return letters
 
 
+# %-formats with a `*` width: one C call where a nested f-string spec is parsed per call (the
+# build names every node, leaf and spine end of every cable: a tenth of the 8k build)
+_SU, _NODE, _LEAF = "su%0*d", "su%0*d-node%0*d", "su%0*d-leaf-rail%s"
+_SPINE, _CORE, _STORAGE_LEAF = "spine-%0*d", "core-%0*d", "su%0*d-storage-leaf"
+
+
 @dataclass(frozen=True)
 class Names:
     su_width: int
@@ -29,22 +35,22 @@ class Names:
     core_width: int
 
     def su(self, su: int) -> str:
-        return f"su{su:0{self.su_width}d}"
+        return _SU % (self.su_width, su)
 
     def node(self, su: int, node: int) -> str:
-        return f"{self.su(su)}-node{node:0{self.node_width}d}"
+        return _NODE % (self.su_width, su, self.node_width, node)
 
     def leaf(self, su: int, rail: int) -> str:
-        return f"{self.su(su)}-leaf-rail{rail}"
+        return _LEAF % (self.su_width, su, rail)
 
     def spine(self, index: int) -> str:  # 0-based position
-        return f"spine-{index + 1:0{self.spine_width}d}"
+        return _SPINE % (self.spine_width, index + 1)
 
     def core(self, index: int) -> str:
-        return f"core-{index + 1:0{self.core_width}d}"
+        return _CORE % (self.core_width, index + 1)
 
     def storage_leaf(self, su: int) -> str:
-        return f"{self.su(su)}-storage-leaf"
+        return _STORAGE_LEAF % (self.su_width, su)
 
     def inband(self, su: int, side: int) -> str:
         return f"{self.su(su)}-inband-{chr(ord('a') + side)}"

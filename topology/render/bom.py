@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 from math import ceil
+from operator import attrgetter
 
 from topology import catalog
 from topology.layout.cabling import OPTICAL
@@ -39,6 +40,10 @@ class BomLine:
     @property
     def total(self) -> int:
         return self.quantity + self.spares
+
+
+_SHAPE = attrgetter("cable_part", "length_class", "cable_shared", "length_m", "cable_count", "media",
+                    "a_part", "a_shared", "b_part", "b_shared")
 
 
 def _optic_description(cat, part: str) -> str:
@@ -78,17 +83,17 @@ def bom_lines(layout: Layout) -> list[BomLine]:
     # Transceivers at the optical ends, a module shared by the links of one breakout cage.
     cables: Counter[tuple[str, str, int, float]] = Counter()
     optic_ends: Counter[tuple[str, str, int]] = Counter()
-    for lk in layout.links:
-        # a link takes cable_count cables (two fibres for an 800G twin-port optic), each serving
-        # cable_shared links (a breakout assembly, a 1:2 splitter fibre)
-        cables[(lk.cable_part, lk.length_class, lk.cable_shared, lk.length_m)] += lk.cable_count
-        if lk.media in OPTICAL:
-            optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
-            optic_ends[(lk.b_part, lk.length_class, lk.b_shared)] += 1
-    for lk in layout.border_links:  # the site orders its router's optic: only the core's end is ours
-        cables[(lk.cable_part, lk.length_class, lk.cable_shared, lk.length_m)] += lk.cable_count
-        if lk.media in OPTICAL:
-            optic_ends[(lk.a_part, lk.length_class, lk.a_shared)] += 1
+    # the links' few hundred distinct shapes, counted in C (a Python loop per link was most of this file)
+    for border, links in ((False, layout.links), (True, layout.border_links)):
+        for (part, length, shared, metres, count, media, a_part, a_shared, b_part, b_shared), k in \
+                Counter(map(_SHAPE, links)).items():
+            # a link takes cable_count cables (two fibres for an 800G twin-port optic), each serving
+            # cable_shared links (a breakout assembly, a 1:2 splitter fibre)
+            cables[(part, length, shared, metres)] += count * k
+            if media in OPTICAL:
+                optic_ends[(a_part, length, a_shared)] += k
+                if not border:  # the site orders its router's optic: only the core's end is ours
+                    optic_ends[(b_part, length, b_shared)] += k
     merged: Counter[tuple[str, str, int]] = Counter()  # one line per part and class, its stock lengths named
     lengths: dict[tuple[str, str, int], set[float]] = {}
     for (part, length, shared, metres), legs in cables.items():

@@ -337,11 +337,15 @@ class DesiredView:
     @property
     def cables(self) -> Iterator[Cable]:
         layout = self.layout
-        by_name = layout.by_name
         numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
+        su_rail = {d.name: (d.su, d.rail) for d in layout.devices}  # a lookup per end, not a device's attributes
         for lk in layout.links:
+            # a cable carries the SU and rail of the rail leaf (or node) it serves: the a end's, else the b end's
+            a_su, a_rail = su_rail[lk.a_device]
+            b_su, b_rail = su_rail[lk.b_device]
+            tags = _device_tags(a_su if a_su is not None else b_su, a_rail if a_rail is not None else b_rail)
             yield Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"),
-                        lk.length_m, cable_id(lk, lk.tier in numbered), _cable_tags(lk, by_name))
+                        lk.length_m, cable_id(lk, lk.tier in numbered), tags)
 
     @property
     def prefixes(self) -> Iterator[Prefix]:
@@ -373,9 +377,9 @@ class DesiredView:
                 shared[a.address].append((a.device, a.interface))
         for a in addresses:
             ifs = shared.get(a.address)
-            if ifs is None:
-                one = [(a.device, a.interface)]
-                yield IpAddress(a.address, a.pool, tuple(one), _address_role(a.address, one))
+            if ifs is None:  # on one interface (nearly all): _address_role's answer for it, inline
+                role = "loopback" if a.interface == "lo" and a.address.endswith("/32") else ""
+                yield IpAddress(a.address, a.pool, ((a.device, a.interface),), role)
             elif ifs:  # its first use; emptied once written
                 yield IpAddress(a.address, a.pool, tuple(ifs), _address_role(a.address, ifs))
                 ifs.clear()
@@ -466,16 +470,6 @@ def _psu_outlets(pdus: dict, psus: dict) -> tuple[list[PsuCable], dict]:
             used[(name, outlet)] = node
             cables.append(PsuCable(node, psu, name, outlet, f"PW-{node}-{psu}"))
     return cables, used
-
-
-def _cable_tags(lk, by_name) -> tuple[str, ...]:
-    """A cable carries the SU and rail of the rail leaf (or node) it serves."""
-    su = rail = None
-    for name in (lk.a_device, lk.b_device):
-        d = by_name[name]
-        su = su if su is not None else d.su
-        rail = rail if rail is not None else d.rail
-    return _device_tags(su, rail)
 
 
 def _address_role(address: str, ifs: list) -> str:

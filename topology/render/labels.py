@@ -118,28 +118,30 @@ def labels_pieces(layout: Layout) -> Iterator[str]:
     once per device, and the port."""
     numbered = tiers_numbered_uniquely(layout) | {"border"}
     by_name = layout.by_name
-    places: dict[str, tuple[str, str, str]] = {}  # device -> (rack, unit, "<rack> <unit> <device>")
 
     def place(name: str) -> tuple[str, str, str]:
-        hit = places.get(name)
-        if hit is None:
-            rack, unit = rack_and_unit(by_name, name)
-            where = f"{rack.removeprefix('rack-')} {unit}" if unit else rack.removeprefix("rack-")
-            hit = places[name] = (rack, unit, f"{where} {name}")
-        return hit
+        """(rack, unit, "<rack> <unit> <device>") of a cable end's device, or of the site's border."""
+        rack, unit = rack_and_unit(by_name, name)
+        where = f"{rack.removeprefix('rack-')} {unit}" if unit else rack.removeprefix("rack-")
+        return rack, unit, f"{where} {name}"
+
+    # every device's placement up front: a lookup per cable end, not a call (66k ends at 8k GPUs)
+    places = {name: place(name) for name in by_name}
 
     def rows():
         for lk in (*layout.links, *layout.border_links):
-            a_rack, a_unit, a_place = place(lk.a_device)
-            b_rack, b_unit, b_place = place(lk.b_device)
+            a_rack, a_unit, a_place = places.get(lk.a_device) or place(lk.a_device)
+            b_rack, b_unit, b_place = places.get(lk.b_device) or place(lk.b_device)
             cid = cable_id(lk, lk.tier in numbered)
             n = lk.cable_count  # fibres of this link (a splitter's leg: its own, one)
+            # numbers as text (str(), as the csv writer writes them): a row of str is joined in C (tables.py)
+            speed, fibres = str(lk.speed_gbps), str(n)
             for k in range(1, n + 1):
                 suffix = f" fibre {k}/{n}" if n > 1 else ""
                 here, there = f"{a_place} {lk.a_port}{suffix}", f"{b_place} {lk.b_port}{suffix}"
                 yield (f"{cid}.{k}" if n > 1 else cid, here, "to " + there, there, "to " + here,
                        a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
-                       lk.tier, lk.media, lk.length_class, lk.speed_gbps, k, n)
+                       lk.tier, lk.media, lk.length_class, speed, str(k), fibres)
 
     return csv_pieces(HEADER, rows())
 

@@ -78,8 +78,9 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[s
         ),
         "09-interfaces.csv": lambda: csv_pieces(
             ["device", "name", "type", "speed", "mgmt_only", "enabled"],
-            ((i.device, i.name, i.type, _blank(i.speed_kbps), "true" if i.mgmt_only else "false", "true")
-             for i in d.interfaces),
+            # the speed as text (str(), as the csv writer writes it): a row of str is joined in C (tables.py)
+            ((i.device, i.name, i.type, "" if i.speed_kbps is None else str(i.speed_kbps),
+              "true" if i.mgmt_only else "false", "true") for i in d.interfaces),
         ),
         "10-cables.csv": lambda: csv_pieces(
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",

@@ -46,11 +46,8 @@ def _ip(address: str) -> str:
 
 
 def _addresses(layout: Layout, pool: str) -> dict[str, str]:
-    out: dict[str, str] = {}
-    for a in layout.addresses:
-        if a.pool == pool:
-            out.setdefault(a.device, _ip(a.address))
-    return out
+    """Each device's first address in `pool`, without its prefix length."""
+    return {device: _ip(a.address) for (device, in_pool), a in layout.first_address.items() if in_pool == pool}
 
 
 def node_targets(layout: Layout) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterator
 from dataclasses import replace
 
@@ -27,6 +29,9 @@ FABRIC_OF_ROLE = {
     "oob_switch": "oob",
     "oob_aggregation": "oob",
 }
+
+_POOL = operator.attrgetter("pool")
+_END = operator.attrgetter("device", "interface")
 
 
 def switch_os(spec, fabric: str) -> str:
@@ -95,7 +100,10 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         links_of.setdefault(lk.a_device, []).append(lk)
         links_of.setdefault(lk.b_device, []).append(lk)
     # a rail leaf's pod gateways share the rail SVI (vlan10N) with its subnet's gateway: kept apart
-    by_end = {(a.device, a.interface): a for a in layout.addresses if a.pool != "rail_pods"}
+    kept = list(itertools.compress(layout.addresses, map(operator.ne, map(_POOL, layout.addresses),
+                                                         itertools.repeat("rail_pods"))))
+    # C-level: a comprehension over every address was 2% of the switches
+    by_end = dict(zip(map(_END, kept), kept, strict=True))
     asn = {a.device: a.asn for a in layout.asns}
     host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage", "rail_pods"))
     by_name = {d.name: d for d in layout.devices}

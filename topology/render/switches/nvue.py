@@ -160,10 +160,14 @@ class _NeighborBlock:
         self.kind, self.remote_as, self.peer, self.tail = kind, remote_as, peer, tail
 
     def write(self, pad: str, out: list[str]) -> None:
-        out.append(f"{pad}type: {_scalar(self.kind)}\n{pad}remote-as: {_scalar(self.remote_as)}\n"
-                   f"{pad}description: {_scalar(self.peer)}\n")
+        out.append(_neighbor_lines(pad, self.kind, self.remote_as, self.peer))
         if self.tail is not None:
             out.append(self.tail.text(pad))
+
+
+@functools.lru_cache(maxsize=1 << 16, typed=True)  # a switch is the same neighbor to each switch it peers with
+def _neighbor_lines(pad: str, kind: str, remote_as: int | str, peer: str) -> str:
+    return f"{pad}type: {_scalar(kind)}\n{pad}remote-as: {_scalar(remote_as)}\n{pad}description: {_scalar(peer)}\n"
 
 
 def _bonds(sw: SwitchIntent, d: Dialect) -> dict:
