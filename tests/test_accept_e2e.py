@@ -38,7 +38,7 @@ def planned_cable(node: str, rail: int) -> tuple[str, str]:
 @pytest.fixture(scope="module")
 def accepted(tmp_path_factory):
     proj = tmp_path_factory.mktemp("accept")
-    for name in ("ansible.cfg", "roles", "playbooks", "filter_plugins", "action_plugins", "topology",
+    for name in ("ansible.cfg", "roles", "playbooks", "filter_plugins", "action_plugins", "library", "topology",
                  "Pulumi.lab.yaml"):
         (proj / name).symlink_to(ROOT / name)
     runner = CliRunner()

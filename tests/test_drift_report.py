@@ -88,7 +88,7 @@ def test_json_report_for_machines(report):
         "su01-node01": "clean", "su01-node02": "drift", "su01-node03": "drift", "su01-node04": "clean"}
     assert data["hosts"]["su01-node02"]["recap"]["changed"] == 2
     change = data["hosts"]["su01-node02"]["changes"][0]
-    assert set(change) == {"role", "task", "action", "handler", "path", "diff", "hidden", "note", "mismatches"}
+    assert set(change) == {"role", "task", "action", "handler", "path", "diff", "hidden", "note", "mismatches", "files"}
     assert change["mismatches"] == [] and data["hosts"]["su01-node02"]["plan_mismatches"] == []
     assert data["fix"] == {"limit": ["su01-node02", "su01-node03"], "tags": ["host_tuning", "hugepages"]}
 

@@ -187,7 +187,7 @@ CASES = [
     Case("directory mode", MANY_HOST, "chmod 0700 /etc/superpod-fabric-telemetry",
          frozenset({("fabric_telemetry", "Create the configuration directory")})),
     Case("directory owner", MANY_HOST, "chown nobody /etc/systemd/system.conf.d",
-         frozenset({("hugepages", "Create the systemd manager drop-in directory")})),
+         frozenset({("hugepages", "Set the PAM locked-memory limits")})),  # one superpod_files task: files named
     Case("group removed", MANY_HOST, "groupdel hugetlb", frozenset({("hugepages", "Create the HugePages group")})),
     Case("mount removed", MANY_HOST, "umount /dev/hugepages1G",
          frozenset({("hugepages", "Mount hugetlbfs (and persist it in fstab)")})),
@@ -322,6 +322,12 @@ def test_the_drift_corpus_plain_equals_full_and_the_fix_restores_the_roles(lab_p
         assert "-kernel.numa_balancing = 1" in by_hand["Persist the tuning sysctls"]
         assert "+kernel.numa_balancing = 0" in by_hand["Persist the tuning sysctls"]
         assert "iommu=pt debug" in by_hand["Write the kernel command line drop-in"]
+        # a task that writes several files (superpod_files) names each that drifted, and only those
+        files = {(h, c["task"]): c.get("files") for h in (HAND_HOST, MANY_HOST) for c in full["hosts"][h]["changes"]}
+        assert files[(HAND_HOST, "Write the kernel command line drop-in")] == [
+            "/etc/default/grub.d/60-superpod-host-tuning.cfg"], dump
+        assert files[(MANY_HOST, "Set the PAM locked-memory limits")] == [
+            "/etc/security/limits.d/90-superpod-memlock.conf", "/etc/systemd/system.conf.d"], dump
 
         # the fix: the drifted hosts, their drifted roles (node_check is not one: it owns nothing)
         owned = [c for c in CASES if c.role_owned]

@@ -26,11 +26,13 @@ module.exit_json(changed=False, ansible_facts=module.params["facts"])
 
 
 def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | None = None,
-             gather_facts: bool = False, check: bool = False, mitogen: bool = True) -> dict[str, list[dict]]:
+             gather_facts: bool = False, check: bool = False, mitogen: bool = True,
+             handlers: list | None = None) -> dict[str, list[dict]]:
     """Run `tasks` on each local host (name -> host vars); return host -> [task results in order].
     A host var `test_facts` becomes that host's ansible_facts (distribution, architecture...)
     before the tasks run, so one local machine stands for Ubuntu, RHEL or a Grace node.
     check=True runs the play under --check (ansible_check_mode true, as in a drift run).
+    handlers: the play's handlers (their results follow the tasks', when notified).
     mitogen=False: Ansible's builtin linear strategy, for a module that re-executes itself under
     another Python (apt's respawn to the system Python with python3-apt: mitogen runs modules in
     its own interpreter and cannot)."""
@@ -41,12 +43,14 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
     inventory = {name: dict(v, ansible_connection="local", ansible_python_interpreter=sys.executable)
                  for name, v in hosts.items()}
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": inventory}}))
-    (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": gather_facts, "tasks": tasks}]))
+    (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": gather_facts, "tasks": tasks,
+                                                              **({"handlers": handlers} if handlers else {})}]))
     (tmp / "extra.json").write_text(json.dumps(extra_vars or {}))
     # the roles run as the project's ansible.cfg runs them (mitogen_linear); its note that
     # third-party strategies are deprecated is left out of the stderr a failure shows
     strategy = ANSIBLE_STRATEGY_LINES if mitogen else ""
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\nlibrary = {tmp / 'library'}\n"
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n"
+                                     f"library = {tmp / 'library'}:{ROOT / 'library'}\n"
                                      f"filter_plugins = {ROOT / 'filter_plugins'}\n"
                                      f"action_plugins = {ROOT / 'action_plugins'}\n{strategy}"
                                      "deprecation_warnings = false\n")

@@ -12,8 +12,8 @@ from tests.roles.playbook import run_play
 from tests.roles.test_bootloader_cmdline import role_tasks
 
 # the tasks of hugepages' tasks/runtime_apply.yml: the unit, its script and the drift read/reapply
-RUNTIME_GROUP = ["Create the script directory", "Install the runtime allocation script",
-                 "Install the runtime allocation unit", "Enable the runtime allocation at boot",
+RUNTIME_GROUP = ["Install the runtime allocation script and unit (and the script's directory)",
+                 "Enable the runtime allocation at boot",
                  "Read the running per-size/per-node page counts",
                  "Reapply the runtime allocation where the kernel drifted from the plan"]
 

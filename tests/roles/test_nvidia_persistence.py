@@ -28,4 +28,6 @@ def test_dropin_turns_persistence_mode_on(dropins, family):
     assert cmd[0] == "/usr/bin/nvidia-persistenced" and "--persistence-mode" in cmd
     assert "--no-persistence-mode" not in cmd
     assert ("--user" in cmd) == (family != "RedHat-9")
-    assert sum(1 for r in results[family] if r.get("changed")) == 2  # directory and file, first run only
+    changed = [r for r in results[family] if r.get("changed")]  # one call for both, first run only
+    assert len(changed) == 1
+    assert changed[0]["changed_files"] == [str(tmp / family), str(tmp / family / "persistence.conf")]

@@ -68,6 +68,9 @@ class TaskChange:
     # the node differs from its plan (superpod_plan_mismatch under --check): one named item each;
     # hardware or cabling, which no apply can change
     mismatches: tuple[str, ...] = ()
+    # the files a task that writes several reports as changed (superpod_files' changed_files):
+    # a drift report names each, also where only its owner or mode differs
+    files: tuple[str, ...] = ()
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -194,6 +197,11 @@ def _note(res: dict) -> str:
     return " ".join(msg.split()) if isinstance(msg, str) else json.dumps(msg)[:500]
 
 
+def _changed_files(res: dict) -> tuple[str, ...]:
+    files = res.get("changed_files")
+    return tuple(str(f) for f in files) if isinstance(files, list) else ()
+
+
 def changed_tasks(events: Iterable[dict]) -> list[TaskChange]:
     """Tasks reporting changed=true, in run order (a loop task counts once per host)."""
     handler_tasks: set[str] = set()
@@ -219,6 +227,7 @@ def changed_tasks(events: Iterable[dict]) -> list[TaskChange]:
             hidden="censored" in res,
             note="" if "censored" in res else _note(res),
             mismatches=plan_mismatches(res),
+            files=_changed_files(res),
         ))
     return out
 

@@ -17,7 +17,8 @@ from topology.operate.declared import is_declared_read
 PATH_MODULES = {"ansible.builtin.template", "ansible.builtin.copy", "ansible.builtin.file",
                 "template", "copy", "file"}
 UNIT_MODULES = {"ansible.builtin.systemd_service", "ansible.builtin.systemd", "systemd_service", "systemd"}
-SET_MODULES = {"rail_network_files"}  # ours: they report each file they keep as `managed`
+# ours: they report each file they keep as `managed` (superpod_files: library/, through its action)
+SET_MODULES = {"rail_network_files", "superpod_files"}
 PATH_STATES = ("file", "directory", "absent")
 # Tasks that run on the controller only and read nothing of the host (facts: the `facts` entry)
 CONTROLLER_ONLY = {"set_fact", "assert", "debug", "fail", "include_tasks", "import_tasks", "include_role",

@@ -55,6 +55,8 @@ def print_drift(console: Console, report: DriftReport) -> None:
             kind = "handler" if c.handler else "task"
             name = escape(f"{c.role or '(play)'} : {c.task}")
             console.print(f"  {kind} [cyan]{name}[/]  [dim]{c.action} {c.path}[/]", highlight=False)
+            for path in c.files:
+                console.print(f"    file {escape(path)}", highlight=False)
             if c.mismatches:
                 console.print(f"    the node differs from its plan ({len(c.mismatches)}; apply cannot fix this and "
                               "fails the host until it is repaired):", highlight=False)
