@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import spec_with
+from tests.conftest import ANSIBLE_STRATEGY_LINES, spec_with
 from topology import catalog
 from topology.errors import SpecErrors
 from topology.layout.build import build
@@ -254,7 +254,8 @@ def pushlab(tmp_path_factory):
     _vault(tmp, SECRETS)
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
                                                    "roles": ["switch_fabric"]}]))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    # the switch role runs as superpod runs it (the project's ansible.cfg: mitogen_linear)
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
     return tmp
 
 

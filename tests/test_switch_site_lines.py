@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import stack_layout
+from tests.conftest import ANSIBLE_STRATEGY_LINES, stack_layout
 from topology.render.switches.build import build_intents
 from topology.render.switches.nvue import render_nvue
 from topology.render.switches.nvue_model import check_set
@@ -49,7 +49,8 @@ def lab(tmp_path_factory):
     (tmp / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {HOST: host}}}))
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
                                                    "roles": ["switch_fabric"]}]))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    # the switch role runs as superpod runs it (the project's ansible.cfg: mitogen_linear)
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
     return tmp
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.conftest import spec_with
+from tests.conftest import ANSIBLE_STRATEGY_LINES, spec_with
 from topology.layout.build import build
 from topology.render.switches import render_switch_configs
 
@@ -83,7 +83,8 @@ def lab(tmp_path_factory):
     (tmp / "hosts.yml").write_text(yaml.safe_dump({"all": {"hosts": {HOST: host}}}))
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False,
                                                    "roles": ["switch_fabric"]}]))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    # the switch role runs as superpod runs it (the project's ansible.cfg: mitogen_linear)
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
     return tmp
 
 

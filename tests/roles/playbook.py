@@ -27,7 +27,7 @@ module.exit_json(changed=False, ansible_facts=module.params["facts"])
 
 def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | None = None,
              gather_facts: bool = False, check: bool = False, mitogen: bool = True,
-             handlers: list | None = None) -> dict[str, list[dict]]:
+             handlers: list | None = None, vars_files: list[str] | None = None) -> dict[str, list[dict]]:
     """Run `tasks` on each local host (name -> host vars); return host -> [task results in order].
     A host var `test_facts` becomes that host's ansible_facts (distribution, architecture...)
     before the tasks run, so one local machine stands for Ubuntu, RHEL or a Grace node.
@@ -35,7 +35,10 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
     handlers: the play's handlers (their results follow the tasks', when notified).
     mitogen=False: Ansible's builtin linear strategy, for a module that re-executes itself under
     another Python (apt's respawn to the system Python with python3-apt: mitogen runs modules in
-    its own interpreter and cannot)."""
+    its own interpreter and cannot).
+    vars_files: files the play loads before its tasks (a role's defaults and vars): the same
+    variables as an include_vars task per file, without a task per host per file to run (each one
+    a forked worker on the controller), for the tests that only need the values."""
     (tmp / "library").mkdir(exist_ok=True)
     (tmp / "library" / "test_facts.py").write_text(FACTS_MODULE)
     tasks = [{"name": "Stand-in facts", "test_facts": {"facts": "{{ test_facts }}"},
@@ -43,8 +46,12 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
     inventory = {name: dict(v, ansible_connection="local", ansible_python_interpreter=sys.executable)
                  for name, v in hosts.items()}
     (tmp / "inventory.yml").write_text(yaml.safe_dump({"all": {"hosts": inventory}}))
-    (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": gather_facts, "tasks": tasks,
-                                                              **({"handlers": handlers} if handlers else {})}]))
+    play = {"hosts": "all", "gather_facts": gather_facts, "tasks": tasks}
+    if handlers:
+        play["handlers"] = handlers
+    if vars_files:
+        play["vars_files"] = [str(f) for f in vars_files]
+    (tmp / "play.yml").write_text(yaml.safe_dump([play]))
     (tmp / "extra.json").write_text(json.dumps(extra_vars or {}))
     # the roles run as the project's ansible.cfg runs them (mitogen_linear); its note that
     # third-party strategies are deprecated is left out of the stderr a failure shows

@@ -139,10 +139,10 @@ def _run(tmp_path, check: bool):
     # the node's facts (gathered, or from the cache), also under --check
     tasks = [{"name": "Node facts", "test_facts": {"facts": "{{ node_facts }}"}, "check_mode": False},
              _site_pre_task()]
-    for role in sorted({spec[0] for spec in INSTALLS.values()}):
-        base = ROOT / "roles" / role
-        tasks += [{"name": f"{role} vars {f}", "ansible.builtin.include_vars": str(base / f)}
-                  for f in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml")]
+    # the roles' defaults and vars, loaded by the play (an include_vars task per file and host
+    # was two thirds of the play's tasks, each a forked worker: half the test's CPU)
+    role_vars = [ROOT / "roles" / role / f for role in sorted({spec[0] for spec in INSTALLS.values()})
+                 for f in ("defaults/main.yml", "vars/main.yml", "vars/Debian.yml")]
     # cuda_toolkit's install list, as its main.yml computes it (a host may pin a package version)
     tasks += [{"name": "cuda_toolkit versions",
                "ansible.builtin.set_fact": {
@@ -152,7 +152,7 @@ def _run(tmp_path, check: bool):
                   % (ROOT / "roles/cuda_toolkit/templates/installs.json.j2"))}}]
     for key in INSTALLS:
         tasks += _install_tasks(key)
-    return run_play(tmp_path, tasks, _with_query_output(hosts), check=check)
+    return run_play(tmp_path, tasks, _with_query_output(hosts), check=check, vars_files=role_vars)
 
 
 def _ran(results: list[dict], key: str) -> list[str]:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import ANSIBLE_STRATEGY_LINES
+
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "roles/roce_qos/files/superpod-roce-qos"
 
@@ -272,7 +274,7 @@ def play_apply(fake, *extra):
         "superpod_fabric_kind": "roce", "rails": [dict(r, gpu=r["rail"]) for r in RAILS]}}}}))
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False, "tasks": [
         {"ansible.builtin.include_role": {"name": "roce_qos", "tasks_from": "apply.yml"}}]}]))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
     overrides = {"roce_qos_script": str(SCRIPT), "roce_qos_config_file": str(fake["cfg"]),
                  "roce_qos_sysfs_root": str(fake["root"]), "roce_qos_python": sys.executable}
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import ANSIBLE_STRATEGY_LINES
+
 ROOT = Path(__file__).resolve().parents[2]
 PLAYBOOK_BIN = Path(sys.executable).parent / "ansible-playbook"
 
@@ -54,7 +56,7 @@ def results(tmp_path_factory):
                                           "dest": "{{ out }}", "mode": "0644"}},
         ],
     }]))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n")
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="16")
     proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp / "inventory.yml"), str(tmp / "play.yml")],
