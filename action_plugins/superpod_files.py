@@ -61,6 +61,9 @@ class ActionModule(ActionBase):
             return dict(result, changed=False, files=[], changed_files=[], managed=[])
         result.update(self._execute_module(module_name="ansible.legacy.superpod_files", module_args={"files": sent},
                                            task_vars=task_vars))
+        # the module echoes its arguments (every file's content) as `invocation`, which the run's
+        # events keep on disk: contents leave the node's result only in a --diff, as a template's do
+        result.pop("invocation", None)
         if not self._task.diff:
             result.pop("diff", None)
         changed = set(result.get("changed_files") or [])

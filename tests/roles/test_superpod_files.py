@@ -7,6 +7,7 @@ of its result."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import pwd
 import stat
@@ -153,3 +154,17 @@ def test_the_record_keeps_each_file_and_the_drift_report_names_it(tmp_path):
     event["event_data"]["res"] = res
     change, = changed_tasks([event])
     assert change.files == (str(root / "etc/a.conf"),)
+
+
+def test_the_result_holds_no_file_content_outside_a_diff(tmp_path):
+    """The contents travel to the node as module arguments; the module's `invocation` echoes its
+    arguments, and ansible-runner keeps whole results in the run's events on disk. A file's content
+    must reach them only where a template task's would: in a --diff."""
+    root = _setup(tmp_path)
+    secret = "Pl41n-Pa55-in-a-file"
+    task = {"name": "Write a file", "superpod_files": {"files": [
+        {"dest": str(root / "secret.conf"), "content": f"password={secret}\n", "mode": "0600"}]}}
+    res = run_play(tmp_path, [task], HOST)["node"][-1]
+    assert res.get("changed") is True, res
+    assert "invocation" not in res
+    assert secret not in json.dumps(res)
