@@ -433,41 +433,56 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
             pdus.setdefault((d.rack, side), []).append((d.name, pdu.outlets))
             cables.append(PowerCable(feed.name, d.name, PDU_INPUT, f"PW-{feed.name}"))
         elif d.model in cat.nodes:
-            node = cat.nodes[d.model]
-            share = round(d.power_kw * 1000 / node.psus) if d.power_kw else None
-            inlet = PSU_INLET if node.psu_kw <= C20_MAX_KW else ""
-            for n in range(1, node.psus + 1):
-                ports.append(PowerPort(d.name, f"psu{n}", round(node.psu_kw * 1000), share, inlet))
-                if d.rack:
-                    psus.setdefault((d.rack, "a" if n <= -(-node.psus // 2) else "b"), []).append((d.name, f"psu{n}"))
+            psu_w, inlet, names, a_side = _node_psus(cat.nodes[d.model])
+            share = round(d.power_kw * 1000 / len(names)) if d.power_kw else None
+            ports += [PowerPort(d.name, psu, psu_w, share, inlet) for psu in names]
+            if d.rack:
+                psus.setdefault((d.rack, "a"), []).extend((d.name, psu) for psu in names[:a_side])
+                psus.setdefault((d.rack, "b"), []).extend((d.name, psu) for psu in names[a_side:])
     psu_cables, used = _psu_outlets(pdus, psus)
-    kind = {p.device: p.type for p in ports if p.name.startswith("psu")}
-    outlets = [PowerOutlet(name, f"outlet{n}", PDU_INPUT,
-                           PSU_OUTLET if kind.get(used.get((name, f"outlet{n}"))) == PSU_INLET else "")
-               for names in pdus.values() for name, count in names for n in range(1, count + 1)]
+    mates = {p.device for p in ports if p.type == PSU_INLET and p.name.startswith("psu")}  # C20 PSUs' nodes
     order = {name: i for i, name in enumerate(d.name for d in layout.devices)}
-    outlets.sort(key=lambda o: order[o.device])  # the devices' order, as before the cabling
+    # each PDU's outlets in order, the PDUs in the devices' order (as the outlets were sorted before the cabling)
+    boards = sorted((board for names in pdus.values() for board in names), key=lambda board: order[board[0]])
+    outlets = []
+    for name, count in boards:
+        plugged = used.get(name, {})
+        outlets += [PowerOutlet(name, outlet, PDU_INPUT, PSU_OUTLET if plugged.get(outlet) in mates else "")
+                    for outlet in _outlet_names(count)]
     return Power(tuple(panels.values()), tuple(feeds), tuple(ports), tuple(outlets), tuple(cables),
                  tuple(psu_cables))
 
 
-def _psu_outlets(pdus: dict, psus: dict) -> tuple[list[PsuCable], dict]:
+@functools.cache  # one per node model: its PSUs' rating, inlet, names and how many are on side A
+def _node_psus(node) -> tuple[int, str, tuple[str, ...], int]:
+    names = tuple(f"psu{n}" for n in range(1, node.psus + 1))
+    return round(node.psu_kw * 1000), PSU_INLET if node.psu_kw <= C20_MAX_KW else "", names, -(-node.psus // 2)
+
+
+@functools.cache  # a PDU model's outlet count: outlet1..N, shared by every PDU of it
+def _outlet_names(count: int) -> tuple[str, ...]:
+    return tuple(f"outlet{n}" for n in range(1, count + 1))
+
+
+def _psu_outlets(pdus: dict, psus: dict) -> tuple[list[PsuCable], dict[str, dict[str, str]]]:
     """Each side's PSUs in a rack over that side's PDUs in turn, next free outlet on each; PSUs
-    beyond the outlets there are left uncabled (tests check the stacks' racks have room)."""
+    beyond the outlets there are left uncabled (tests check the stacks' racks have room). Also each
+    PDU's used outlets: outlet -> the node plugged in."""
     cables, used = [], {}
     for (rack, side), plugs in psus.items():
         boards = pdus.get((rack, side), [])
+        if not boards:
+            continue
         taken = [0] * len(boards)
+        names = [_outlet_names(count) for _, count in boards]
         for i, (node, psu) in enumerate(plugs):
-            if not boards:
-                break
             k = i % len(boards)
             name, count = boards[k]
             if taken[k] == count:
                 continue
+            outlet = names[k][taken[k]]
             taken[k] += 1
-            outlet = f"outlet{taken[k]}"
-            used[(name, outlet)] = node
+            used.setdefault(name, {})[outlet] = node
             cables.append(PsuCable(node, psu, name, outlet, f"PW-{node}-{psu}"))
     return cables, used
 
