@@ -15,7 +15,7 @@ from netaddr import IPNetwork
 from topology.catalog import load as load_catalog
 from topology.layout.model import Layout
 from topology.layout.names import row_letters
-from topology.render.labels import cable_id, tiers_numbered_uniquely
+from topology.render.labels import cable_ids, tiers_numbered_uniquely
 
 OWNER_TAG = "superpod"  # marks what we created: only tagged objects are ever deleted (with --prune)
 
@@ -339,13 +339,13 @@ class DesiredView:
         layout = self.layout
         numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
         su_rail = {d.name: (d.su, d.rail) for d in layout.devices}  # a lookup per end, not a device's attributes
-        for lk in layout.links:
+        for lk, label in zip(layout.links, cable_ids(layout.links, numbered), strict=True):
             # a cable carries the SU and rail of the rail leaf (or node) it serves: the a end's, else the b end's
             a_su, a_rail = su_rail[lk.a_device]
             b_su, b_rail = su_rail[lk.b_device]
             tags = _device_tags(a_su if a_su is not None else b_su, a_rail if a_rail is not None else b_rail)
             yield Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"),
-                        lk.length_m, cable_id(lk, lk.tier in numbered), tags)
+                        lk.length_m, label, tags)
 
     @property
     def prefixes(self) -> Iterator[Prefix]:
