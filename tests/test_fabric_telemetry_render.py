@@ -16,6 +16,7 @@ from topology.render.telemetry import (
     EXPORTER_PORT,
     GNMI_PORT,
     dashboard,
+    file_sd_json,
     gnmic_targets_yaml,
     render_telemetry,
     rules,
@@ -220,3 +221,11 @@ def test_gnmic_targets_written_as_yaml_dump_writes_them(name: str, su: str) -> N
                for i in range(3)}
     for t in ({}, targets, {name: targets[f"10.20.0.0:{GNMI_PORT}"]}):
         assert gnmic_targets_yaml(t) == yaml.dump({"targets": t}, Dumper=DUMPER, sort_keys=False)
+
+
+@pytest.mark.parametrize("targets", [[], [("10.0.0.1:9735", "su01-node01", "su01", "rack-a01")],
+                                     [("a:1", 'n"\\é\n', "", None), ("b:2", "x", "su02", "rack-b07")]])
+def test_file_sd_written_as_an_indented_dump(targets: list[tuple]) -> None:
+    """The scrape targets' fixed-shape text is json.dumps(indent=1)'s, escapes and nulls included."""
+    groups = [{"targets": [t], "labels": {"node": n, "su": su, "rack": r}} for t, n, su, r in targets]
+    assert file_sd_json(targets) == json.dumps(groups, indent=1) + "\n"

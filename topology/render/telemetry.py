@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import re
+from json.encoder import encode_basestring_ascii
 from pathlib import Path
 
 import yaml
@@ -55,10 +56,24 @@ def _addresses(layout: Layout, pool: str) -> dict[str, str]:
 def node_targets(layout: Layout) -> str:
     """Prometheus file_sd: every GPU node's exporter on its in-band address."""
     inband = _addresses(layout, "inband")
-    groups = [{"targets": [f"{inband[d.name]}:{EXPORTER_PORT}"],
-               "labels": {"node": d.name, "su": _su(d.su), "rack": d.rack}}
-              for d in layout.devices if d.role == "gpu_node" and d.name in inband]
-    return json.dumps(groups, indent=1) + "\n"
+    return file_sd_json([(f"{inband[d.name]}:{EXPORTER_PORT}", d.name, _su(d.su), d.rack)
+                         for d in layout.devices if d.role == "gpu_node" and d.name in inband])
+
+
+def file_sd_json(targets: list[tuple]) -> str:
+    """`json.dumps(groups, indent=1) + "\n"` of a group per (target, node, su, rack), each value
+    written by the json module's C string encoder into the groups' one fixed shape: an indented
+    dump runs the module's Python encoder (7 ms for the 8k plan's 1,024 nodes)."""
+    if not targets:
+        return "[]\n"
+    return "[\n" + ",\n".join(_FILE_SD_GROUP % tuple(map(_json_value, group)) for group in targets) + "\n]\n"
+
+
+_FILE_SD_GROUP = ' {\n  "targets": [\n   %s\n  ],\n  "labels": {\n   "node": %s,\n   "su": %s,\n   "rack": %s\n  }\n }'
+
+
+def _json_value(value) -> str:
+    return encode_basestring_ascii(value) if type(value) is str else json.dumps(value)
 
 
 def switch_targets(layout: Layout) -> str:
