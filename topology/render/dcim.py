@@ -419,6 +419,7 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
     feeds, ports, cables = [], [], []
     pdus: dict[tuple[str, str], list] = {}  # (rack, side) -> [(pdu name, outlet count)]
     psus: dict[tuple[str, str], list] = {}  # (rack, side) -> [(node, psu)]
+    node_psus: dict[str, tuple] = {}  # _node_psus by node model, as models are met
     for d in layout.devices:
         if d.role == "pdu" and d.model in cat.pdus and d.rack in row_of:
             pdu = cat.pdus[d.model]
@@ -433,7 +434,10 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
             pdus.setdefault((d.rack, side), []).append((d.name, pdu.outlets))
             cables.append(PowerCable(feed.name, d.name, PDU_INPUT, f"PW-{feed.name}"))
         elif d.model in cat.nodes:
-            psu_w, inlet, names, a_side = _node_psus(cat.nodes[d.model])
+            known = node_psus.get(d.model)
+            if known is None:
+                known = node_psus[d.model] = _node_psus(cat.nodes[d.model])
+            psu_w, inlet, names, a_side = known
             share = round(d.power_kw * 1000 / len(names)) if d.power_kw else None
             ports += [PowerPort(d.name, psu, psu_w, share, inlet) for psu in names]
             if d.rack:
@@ -453,8 +457,8 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
                  tuple(psu_cables))
 
 
-@functools.cache  # one per node model: its PSUs' rating, inlet, names and how many are on side A
 def _node_psus(node) -> tuple[int, str, tuple[str, ...], int]:
+    """A node model's PSUs' rating, inlet, names and how many are on side A (once per model)."""
     names = tuple(f"psu{n}" for n in range(1, node.psus + 1))
     return round(node.psu_kw * 1000), PSU_INLET if node.psu_kw <= C20_MAX_KW else "", names, -(-node.psus // 2)
 
