@@ -316,16 +316,19 @@ class DesiredView:
         speeds: dict[tuple[str, str], int] = {}
         mgmt: set[tuple[str, str]] = set()
         ib_ports: set[tuple[str, str]] = set()
-        for lk in layout.links:
-            for end in ((lk.a_device, lk.a_port), (lk.b_device, lk.b_port)):
-                speeds[end] = lk.speed_gbps
-                if ib_compute and lk.fabric == "compute":
-                    ib_ports.add(end)
+        for lk in layout.links:  # both ends at once, each end's tuple made once (67k ends at 8k GPUs)
+            a, b, speed = (lk.a_device, lk.a_port), (lk.b_device, lk.b_port), lk.speed_gbps
+            speeds[a] = speed
+            speeds[b] = speed
+            if ib_compute and lk.fabric == "compute":
+                ib_ports.add(a)
+                ib_ports.add(b)
             if lk.tier == "device-oob":  # the managed end is a BMC or management port
-                mgmt.add((lk.a_device, lk.a_port))
-        for (dev, ifname), speed in speeds.items():
-            kind, kbps = _interface_type(ifname, speed, (dev, ifname) in ib_ports)
-            yield Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt)
+                mgmt.add(a)
+        for end, speed in speeds.items():
+            dev, ifname = end
+            kind, kbps = _interface_type(ifname, speed, end in ib_ports)
+            yield Interface(dev, ifname, kind, kbps, end in mgmt)
         seen: set[tuple[str, str]] = set()  # then the addressed ports no link ends on, once each
         for a in layout.addresses:
             end = (a.device, a.interface)
