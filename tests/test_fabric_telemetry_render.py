@@ -11,7 +11,16 @@ import pytest
 import yaml
 
 from tests.conftest import stack_layout
-from topology.render.telemetry import EXPORTER_PORT, GNMI_PORT, dashboard, render_telemetry, rules
+from topology.render.telemetry import (
+    DUMPER,
+    EXPORTER_PORT,
+    GNMI_PORT,
+    dashboard,
+    file_sd_json,
+    gnmic_targets_yaml,
+    render_telemetry,
+    rules,
+)
 
 PROMTOOL = shutil.which("promtool")
 WHERE_A = "su01-node01 enp0np0 (rail 0, su01-leaf-rail0 swp1)"
@@ -199,3 +208,24 @@ def test_roce_8k_rules_and_dashboard_stay_small(tmp_path):
         out = subprocess.run([PROMTOOL, "check", "rules", str(tmp_path / "r.yml")], capture_output=True, text=True,
                              timeout=60)
         assert out.returncode == 0, out.stdout + out.stderr
+
+
+@pytest.mark.parametrize("name", ["su01-leaf-rail0", "yes", "null", "10:20", "1.5", "2026-01-01", "0x1f", "-x",
+                                  "---x", ".inf", "a b", "x:", "x: y", "#x", "é", "a" * 130, "~"])
+@pytest.mark.parametrize("su", ["", "su01", "no"])
+def test_gnmic_targets_written_as_yaml_dump_writes_them(name: str, su: str) -> None:
+    """The targets' fixed-shape text is yaml.dump's, whatever the scalars: those it would quote
+    (booleans, numbers, times, indicators, long keys) send the whole mapping to yaml.dump."""
+    targets = {f"10.20.0.{i}:{GNMI_PORT}": {"name": f"{name}{i}" if i else name,
+                                            "event-tags": {"switch": name, "role": "leaf", "su": su, "model": name}}
+               for i in range(3)}
+    for t in ({}, targets, {name: targets[f"10.20.0.0:{GNMI_PORT}"]}):
+        assert gnmic_targets_yaml(t) == yaml.dump({"targets": t}, Dumper=DUMPER, sort_keys=False)
+
+
+@pytest.mark.parametrize("targets", [[], [("10.0.0.1:9735", "su01-node01", "su01", "rack-a01")],
+                                     [("a:1", 'n"\\é\n', "", None), ("b:2", "x", "su02", "rack-b07")]])
+def test_file_sd_written_as_an_indented_dump(targets: list[tuple]) -> None:
+    """The scrape targets' fixed-shape text is json.dumps(indent=1)'s, escapes and nulls included."""
+    groups = [{"targets": [t], "labels": {"node": n, "su": su, "rack": r}} for t, n, su, r in targets]
+    assert file_sd_json(targets) == json.dumps(groups, indent=1) + "\n"

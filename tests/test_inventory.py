@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from ansible.inventory.manager import InventoryManager
 from ansible.parsing.dataloader import DataLoader
 from ansible.plugins.loader import init_plugin_loader
 from ansible.vars.manager import VariableManager
+from pydantic import ValidationError
 
 from tests.conftest import ROOT, STACKS, stack_layout
 from topology.render.artifacts import render_artifacts
 from topology.render.files import write_all
-from topology.render.inventory import GpuNodeVars, render_inventory
+from topology.render.inventory import GpuNodeVars, SwitchVars, render_inventory
 from topology.render.slurm_plan import slurm_plan
 
 # What ansible-playbook does at start: without it the API cannot resolve the
@@ -83,3 +86,38 @@ def test_ansible_inventory_graph_cli(tmp_path):
     result = subprocess.run([str(exe), "-i", str(inv), "--graph"], capture_output=True, text=True, cwd=ROOT)
     assert result.returncode == 0, result.stderr
     assert "@gpu_nodes:" in result.stdout and "@ufm:" in result.stdout and "ufm-01" in result.stdout
+
+
+@pytest.mark.parametrize("name", ["lab", "dgx-h100-ib"])
+def test_host_lines_are_what_their_models_dump(name):
+    """hosts.yml writes a node's and a switch's vars as checked (not as dumped): each line's JSON is
+    the text its model's dump writes, fields in the model's order, nothing converted."""
+    layout = stack_layout(name)
+    text = render_inventory(layout, ROOT / "nonexistent", slurm_plan(layout))[ROOT / "nonexistent" / "hosts.yml"]
+    checked = {GpuNodeVars: 0, SwitchVars: 0}
+    for line in text.splitlines():
+        name_, sep, flow = line.strip().partition(": ")
+        if not sep or not flow.startswith("{"):
+            continue
+        hv = json.loads(flow)
+        model = GpuNodeVars if "rails" in hv else SwitchVars if "superpod_role" in hv else None
+        if model is not None:
+            assert json.dumps(model.model_validate(hv).model_dump()) == flow, name_
+            checked[model] += 1
+    assert all(checked.values()), checked
+
+
+def test_host_vars_are_checked_strictly():
+    """A value of the wrong type is refused, not converted (the mapping checked is the one written)."""
+    layout = stack_layout("lab")
+    text = render_inventory(layout, ROOT / "nonexistent", slurm_plan(layout))[ROOT / "nonexistent" / "hosts.yml"]
+    hv = next(json.loads(flow) for line in text.splitlines()
+              for flow in [line.partition(": ")[2]] if flow.startswith('{"ansible_host"') and "rails" in flow)
+    GpuNodeVars.model_validate(hv)
+    wrongs = {"superpod_su": str(hv["superpod_su"]), "superpod_gpu_count": float(hv["superpod_gpu_count"])}
+    for key, wrong in wrongs.items():
+        with pytest.raises(ValidationError):
+            GpuNodeVars.model_validate({**hv, key: wrong})
+    rail = {**hv["rails"][0], "speed_mbps": str(hv["rails"][0]["speed_mbps"])}
+    with pytest.raises(ValidationError):
+        GpuNodeVars.model_validate({**hv, "rails": [rail, *hv["rails"][1:]]})

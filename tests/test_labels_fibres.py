@@ -6,13 +6,14 @@ uplinks to the site's routers are cabled, so they are labelled too."""
 from __future__ import annotations
 
 import csv
+import dataclasses
 import io
 from collections import Counter
 from math import ceil
 
 from tests.conftest import spec_with
 from topology.layout.build import build
-from topology.render.labels import labels_csv
+from topology.render.labels import cable_id, cable_ids, labels_csv, tiers_numbered_uniquely
 from topology.render.tables import cabling_csv
 
 
@@ -60,3 +61,14 @@ def test_border_uplinks_are_labelled():
     for lk in layout.border_links:
         r = labels[(lk.a_device, lk.a_port)]
         assert r["b_device"] == "site-border" and r["b_line1"].endswith(f"site-border {lk.b_port}"), r
+
+
+def test_cable_ids_by_tier_format_are_cable_id():
+    """cable_ids (one format per tier) names every link as cable_id does, by slot or by switch end;
+    a tier outside TIER_CODE keeps its own name's text, a % included."""
+    layout = _sn5600()
+    links = (*layout.links, *layout.border_links)
+    odd = [dataclasses.replace(links[0], tier="x%d-tier", slot=s) for s in (0, 41, -1)]
+    for numbered in (tiers_numbered_uniquely(layout) | {"border", "x%d-tier"}, set()):
+        assert list(cable_ids((*links, *odd), numbered)) == [cable_id(lk, lk.tier in numbered)
+                                                              for lk in (*links, *odd)]

@@ -23,7 +23,7 @@ from topology.render import inventory
 from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar
 from topology.render.switches.sections import _bounds, _spanning, address_key, network_key
-from topology.render.tables import csv_text
+from topology.render.tables import GFormats, csv_text
 
 
 def test_integer_spanning_prefix_is_netaddrs():
@@ -156,3 +156,13 @@ def test_a_port_used_twice_is_still_named():
     with pytest.raises(AssertionError, match="port used twice: s1 swp2"):
         check_ports([*links, Link("n3", "p1", "s1", "swp2", "compute", "node-leaf", 400),
                      Link("n1", "p1", "s9", "swp9", "compute", "node-leaf", 400)])
+
+
+def test_memoized_g_format_is_the_format():
+    """GFormats gives f"{x:g}" for every number, whichever of equal keys (0.0 and -0.0, 1 and 1.0
+    and True) came first."""
+    values = [0.0, -0.0, 0, -0.0, 1, 1.0, True, 0.5, 2.5, 1e7, 10**7, 3.0000001, float("nan"), float("inf"),
+              -1.5, -0.0, 0.0]
+    for order in (values, values[::-1]):
+        g = GFormats()
+        assert [g[x] for x in order] == [f"{x:g}" for x in order]

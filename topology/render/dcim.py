@@ -15,7 +15,7 @@ from netaddr import IPNetwork
 from topology.catalog import load as load_catalog
 from topology.layout.model import Layout
 from topology.layout.names import row_letters
-from topology.render.labels import cable_id, tiers_numbered_uniquely
+from topology.render.labels import cable_ids, tiers_numbered_uniquely
 
 OWNER_TAG = "superpod"  # marks what we created: only tagged objects are ever deleted (with --prune)
 
@@ -316,16 +316,19 @@ class DesiredView:
         speeds: dict[tuple[str, str], int] = {}
         mgmt: set[tuple[str, str]] = set()
         ib_ports: set[tuple[str, str]] = set()
-        for lk in layout.links:
-            for end in ((lk.a_device, lk.a_port), (lk.b_device, lk.b_port)):
-                speeds[end] = lk.speed_gbps
-                if ib_compute and lk.fabric == "compute":
-                    ib_ports.add(end)
+        for lk in layout.links:  # both ends at once, each end's tuple made once (67k ends at 8k GPUs)
+            a, b, speed = (lk.a_device, lk.a_port), (lk.b_device, lk.b_port), lk.speed_gbps
+            speeds[a] = speed
+            speeds[b] = speed
+            if ib_compute and lk.fabric == "compute":
+                ib_ports.add(a)
+                ib_ports.add(b)
             if lk.tier == "device-oob":  # the managed end is a BMC or management port
-                mgmt.add((lk.a_device, lk.a_port))
-        for (dev, ifname), speed in speeds.items():
-            kind, kbps = _interface_type(ifname, speed, (dev, ifname) in ib_ports)
-            yield Interface(dev, ifname, kind, kbps, (dev, ifname) in mgmt)
+                mgmt.add(a)
+        for end, speed in speeds.items():
+            dev, ifname = end
+            kind, kbps = _interface_type(ifname, speed, end in ib_ports)
+            yield Interface(dev, ifname, kind, kbps, end in mgmt)
         seen: set[tuple[str, str]] = set()  # then the addressed ports no link ends on, once each
         for a in layout.addresses:
             end = (a.device, a.interface)
@@ -339,13 +342,13 @@ class DesiredView:
         layout = self.layout
         numbered = tiers_numbered_uniquely(layout)  # the labels' ids, without their placement text
         su_rail = {d.name: (d.su, d.rail) for d in layout.devices}  # a lookup per end, not a device's attributes
-        for lk in layout.links:
+        for lk, label in zip(layout.links, cable_ids(layout.links, numbered), strict=True):
             # a cable carries the SU and rail of the rail leaf (or node) it serves: the a end's, else the b end's
             a_su, a_rail = su_rail[lk.a_device]
             b_su, b_rail = su_rail[lk.b_device]
             tags = _device_tags(a_su if a_su is not None else b_su, a_rail if a_rail is not None else b_rail)
             yield Cable(lk.a_device, lk.a_port, lk.b_device, lk.b_port, CABLE_TYPES.get(lk.media, "other"),
-                        lk.length_m, cable_id(lk, lk.tier in numbered), tags)
+                        lk.length_m, label, tags)
 
     @property
     def prefixes(self) -> Iterator[Prefix]:
@@ -419,6 +422,7 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
     feeds, ports, cables = [], [], []
     pdus: dict[tuple[str, str], list] = {}  # (rack, side) -> [(pdu name, outlet count)]
     psus: dict[tuple[str, str], list] = {}  # (rack, side) -> [(node, psu)]
+    node_psus: dict[str, tuple] = {}  # _node_psus by node model, as models are met
     for d in layout.devices:
         if d.role == "pdu" and d.model in cat.pdus and d.rack in row_of:
             pdu = cat.pdus[d.model]
@@ -433,41 +437,59 @@ def power_objects(layout: Layout, racks: tuple[Rack, ...]) -> Power:
             pdus.setdefault((d.rack, side), []).append((d.name, pdu.outlets))
             cables.append(PowerCable(feed.name, d.name, PDU_INPUT, f"PW-{feed.name}"))
         elif d.model in cat.nodes:
-            node = cat.nodes[d.model]
-            share = round(d.power_kw * 1000 / node.psus) if d.power_kw else None
-            inlet = PSU_INLET if node.psu_kw <= C20_MAX_KW else ""
-            for n in range(1, node.psus + 1):
-                ports.append(PowerPort(d.name, f"psu{n}", round(node.psu_kw * 1000), share, inlet))
-                if d.rack:
-                    psus.setdefault((d.rack, "a" if n <= -(-node.psus // 2) else "b"), []).append((d.name, f"psu{n}"))
+            known = node_psus.get(d.model)
+            if known is None:
+                known = node_psus[d.model] = _node_psus(cat.nodes[d.model])
+            psu_w, inlet, names, a_side = known
+            share = round(d.power_kw * 1000 / len(names)) if d.power_kw else None
+            ports += [PowerPort(d.name, psu, psu_w, share, inlet) for psu in names]
+            if d.rack:
+                psus.setdefault((d.rack, "a"), []).extend((d.name, psu) for psu in names[:a_side])
+                psus.setdefault((d.rack, "b"), []).extend((d.name, psu) for psu in names[a_side:])
     psu_cables, used = _psu_outlets(pdus, psus)
-    kind = {p.device: p.type for p in ports if p.name.startswith("psu")}
-    outlets = [PowerOutlet(name, f"outlet{n}", PDU_INPUT,
-                           PSU_OUTLET if kind.get(used.get((name, f"outlet{n}"))) == PSU_INLET else "")
-               for names in pdus.values() for name, count in names for n in range(1, count + 1)]
+    mates = {p.device for p in ports if p.type == PSU_INLET and p.name.startswith("psu")}  # C20 PSUs' nodes
     order = {name: i for i, name in enumerate(d.name for d in layout.devices)}
-    outlets.sort(key=lambda o: order[o.device])  # the devices' order, as before the cabling
+    # each PDU's outlets in order, the PDUs in the devices' order (as the outlets were sorted before the cabling)
+    boards = sorted((board for names in pdus.values() for board in names), key=lambda board: order[board[0]])
+    outlets = []
+    for name, count in boards:
+        plugged = used.get(name, {})
+        outlets += [PowerOutlet(name, outlet, PDU_INPUT, PSU_OUTLET if plugged.get(outlet) in mates else "")
+                    for outlet in _outlet_names(count)]
     return Power(tuple(panels.values()), tuple(feeds), tuple(ports), tuple(outlets), tuple(cables),
                  tuple(psu_cables))
 
 
-def _psu_outlets(pdus: dict, psus: dict) -> tuple[list[PsuCable], dict]:
+def _node_psus(node) -> tuple[int, str, tuple[str, ...], int]:
+    """A node model's PSUs' rating, inlet, names and how many are on side A (once per model)."""
+    names = tuple(f"psu{n}" for n in range(1, node.psus + 1))
+    return round(node.psu_kw * 1000), PSU_INLET if node.psu_kw <= C20_MAX_KW else "", names, -(-node.psus // 2)
+
+
+@functools.cache  # a PDU model's outlet count: outlet1..N, shared by every PDU of it
+def _outlet_names(count: int) -> tuple[str, ...]:
+    return tuple(f"outlet{n}" for n in range(1, count + 1))
+
+
+def _psu_outlets(pdus: dict, psus: dict) -> tuple[list[PsuCable], dict[str, dict[str, str]]]:
     """Each side's PSUs in a rack over that side's PDUs in turn, next free outlet on each; PSUs
-    beyond the outlets there are left uncabled (tests check the stacks' racks have room)."""
+    beyond the outlets there are left uncabled (tests check the stacks' racks have room). Also each
+    PDU's used outlets: outlet -> the node plugged in."""
     cables, used = [], {}
     for (rack, side), plugs in psus.items():
         boards = pdus.get((rack, side), [])
+        if not boards:
+            continue
         taken = [0] * len(boards)
+        names = [_outlet_names(count) for _, count in boards]
         for i, (node, psu) in enumerate(plugs):
-            if not boards:
-                break
             k = i % len(boards)
             name, count = boards[k]
             if taken[k] == count:
                 continue
+            outlet = names[k][taken[k]]
             taken[k] += 1
-            outlet = f"outlet{taken[k]}"
-            used[(name, outlet)] = node
+            used.setdefault(name, {})[outlet] = node
             cables.append(PsuCable(node, psu, name, outlet, f"PW-{node}-{psu}"))
     return cables, used
 

@@ -59,7 +59,9 @@ OVERRIDES_SEED = (
 
 
 class _Vars(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # strict: a value is checked as it is, never converted, so the mapping that passes is what the
+    # model would dump, and is written as it came (model_dump was a tenth of the inventory's CPU)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class RailVars(_Vars):
@@ -164,8 +166,9 @@ def node_nics(node: catalog.NodeModel, kind: str, storage_kind: str) -> tuple[tu
 
 
 def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, link_speeds,
-                  nics: dict | None = None) -> GpuNodeVars:
-    """A node's typed vars; `nics`: node_nics by model, filled as models are met (a caller's memo).
+                  nics: dict | None = None) -> dict:
+    """A node's vars, checked as GpuNodeVars (strict: the mapping written is the one checked, in
+    the model's field order); `nics`: node_nics by model, filled as models are met (a caller's memo).
     The nested vars go in as mappings: GpuNodeVars validates them as RailVars, RailPodVars and
     HostNicVars in one call (the same checks as one model each, a tenth of the inventory's CPU)."""
     cat = catalog.load()
@@ -195,27 +198,29 @@ def gpu_node_vars(layout: Layout, d: Device, addr, by_pool, rows, leaf_ports, li
         if a is not None:
             storage.append({"netdev": netdev, "hca": hca, "address": a.address, "gateway": a.peer})
     inband = by_pool.get((d.name, "inband"))
-    return GpuNodeVars(
-        ansible_host=_ip(inband),
-        superpod_bmc_address=_ip(by_pool.get((d.name, "oob"))),
-        superpod_su=d.su,
-        superpod_rack=d.rack,
-        superpod_row=row_letters(rows[d.rack]),
-        superpod_node_model=d.model,
-        superpod_gpu_model=node.gpu,
-        superpod_gpu_count=node.gpu_count,
-        superpod_nvswitch=node.nvswitch,
-        superpod_numa_nodes=node.numa_nodes,
-        superpod_fabric_kind=kind,
-        superpod_rail_speed_gbps=node.compute_nic_speed_gbps,
-        superpod_inband_interface=inband.interface if inband else "bond0",
-        superpod_inband_address=inband.address if inband else "",
-        superpod_inband_members=list(inband_members),
-        superpod_inband_gateway=inband.peer if inband else "",
-        superpod_storage_nics=storage,
-        rails=rails,
-        superpod_rail_pods=pods,
-    )
+    hv = {
+        "ansible_host": _ip(inband),
+        "superpod_bmc_address": _ip(by_pool.get((d.name, "oob"))),
+        "superpod_su": d.su,
+        "superpod_rack": d.rack,
+        "superpod_row": row_letters(rows[d.rack]),
+        "superpod_node_model": d.model,
+        "superpod_gpu_model": node.gpu,
+        "superpod_gpu_count": node.gpu_count,
+        "superpod_nvswitch": node.nvswitch,
+        "superpod_numa_nodes": node.numa_nodes,
+        "superpod_fabric_kind": kind,
+        "superpod_rail_speed_gbps": node.compute_nic_speed_gbps,
+        "superpod_inband_interface": inband.interface if inband else "bond0",
+        "superpod_inband_address": inband.address if inband else "",
+        "superpod_inband_members": list(inband_members),
+        "superpod_inband_gateway": inband.peer if inband else "",
+        "superpod_storage_nics": storage,
+        "rails": rails,
+        "superpod_rail_pods": pods,
+    }
+    GpuNodeVars.model_validate(hv)
+    return hv
 
 
 def _monitoring(layout: Layout, by_pool, rows) -> dict:
@@ -359,7 +364,7 @@ def iter_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -
 
     def host_vars(d: Device) -> dict:
         if d.role == "gpu_node":
-            return gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports, link_speeds, nics).model_dump()
+            return gpu_node_vars(layout, d, addr, by_pool, rows, leaf_ports, link_speeds, nics)
         if d.role in HOST_ROLES:
             hv = {
                 "ansible_host": _ip(by_pool.get((d.name, "inband"))) or _ip(by_pool.get((d.name, "oob"))),
@@ -374,16 +379,18 @@ def iter_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -
                        "superpod_inband_gateway": inband.peer}
             return hv
         loop = addr.get((d.name, "lo"))
-        return SwitchVars(
-            ansible_host=_ip(by_pool.get((d.name, "oob"))),
-            superpod_role=d.role,
-            superpod_model=d.model,
-            superpod_rack=d.rack,
-            superpod_su=d.su,
-            superpod_loopback=loop.address if loop else None,
-            superpod_asn=asn.get(d.name),
-            superpod_switch_os=switch_oses[d.name],
-        ).model_dump()
+        hv = {
+            "ansible_host": _ip(by_pool.get((d.name, "oob"))),
+            "superpod_role": d.role,
+            "superpod_model": d.model,
+            "superpod_rack": d.rack,
+            "superpod_su": d.su,
+            "superpod_loopback": loop.address if loop else None,
+            "superpod_asn": asn.get(d.name),
+            "superpod_switch_os": switch_oses[d.name],
+        }
+        SwitchVars.model_validate(hv)  # strict: written as checked, in the model's field order
+        return hv
 
     children: dict[str, list] = dict(groups)
     children[ETHERNET_SWITCHES] = [d.name for d in ethernet_devices]

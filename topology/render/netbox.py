@@ -14,7 +14,7 @@ from pathlib import Path
 
 from topology.layout.model import Layout
 from topology.render.dcim import OWNER_TAG, ROLE_COLORS, Desired, DesiredView, desired_view
-from topology.render.tables import csv_pieces
+from topology.render.tables import GFormats, csv_pieces
 
 ASN_FIELD = "superpod_asn"  # device custom field: NetBox's ASN model attaches to sites, not devices
 RIR = "RFC 6996 private"
@@ -86,7 +86,7 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[s
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
              "status", "label", "length", "length_unit", "tags"],
             ((c.a_device, "dcim.interface", c.a_interface, c.b_device, "dcim.interface", c.b_interface, c.type,
-              "planned", c.label, f"{c.length_m:g}", "m", _tags(c.tags)) for c in d.cables),
+              "planned", c.label, g[c.length_m], "m", _tags(c.tags)) for g in [GFormats()] for c in d.cables),
         ),
         "11-rirs.csv": lambda: csv_pieces(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
         "12-asns.csv": lambda: csv_pieces(
