@@ -40,9 +40,9 @@ def _moved(table: str, previous: Table, layout: Layout, devices: set[str]) -> di
     last one decides, as it did when the old rows were read into a dict."""
     key, fields = WATCHED[table]
     new = _objects(getattr(layout, table), key, fields)
-    columns = previous.columns
+    columns = previous.columns  # one C-level call per row (an 8k pod's plan has 100k addresses)
     row = itemgetter(*(columns.index(c) for c in key), *(columns.index(c) for c in fields))
-    n = len(key)  # one C-level call per row (an 8k pod's plan has 100k addresses)
+    n = len(key)
     found: dict[tuple, str] = {}
     for t in map(row, previous.rows):
         k, was = t[:n], t[n:]
