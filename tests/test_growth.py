@@ -11,7 +11,7 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_spec
-from topology.cli import app
+from topology.cli import CATALOGS, app
 from topology.layout.build import build
 from topology.layout.growth import changed_fields, moves
 from topology.layout.plan_reader import read_plan
@@ -95,7 +95,8 @@ def test_the_same_spec_over_a_changed_catalog_that_moves_gear_is_refused(tmp_pat
         expected = moves(read_plan(out / "layout.json"), build(yaml_spec(spec)))
         assert expected  # the overlay does move gear: the layouts say so
         refused = runner.invoke(app, ["plan", "--spec", str(spec), "--out", str(out), "--catalog", str(overlay)])
-    finally:
+    finally:  # `plan --catalog` layers the overlay for the commands after it in this process too
         catalog.use_overlays([])
+        CATALOGS.set(())
     assert refused.exit_code == 2, refused.output
     assert f"moves gear the plan in {out} placed ({len(expected)}: {expected[0]}" in refused.output
