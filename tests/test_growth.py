@@ -11,9 +11,10 @@ import yaml
 from typer.testing import CliRunner
 
 from tests.conftest import ROOT, spec_with, stack_spec
-from topology.cli import app
+from topology.cli import CATALOGS, app
 from topology.layout.build import build
 from topology.layout.growth import changed_fields, moves
+from topology.layout.plan_reader import read_plan
 from topology.render.layout_json import layout_json
 
 runner = CliRunner()
@@ -29,13 +30,14 @@ def spec_file(tmp_path, name, **changes):
 
 
 @pytest.mark.parametrize("stack", ["lab", "roce-1k"])
-def test_an_su_within_max_scalable_units_moves_nothing(stack):
+def test_an_su_within_max_scalable_units_moves_nothing(stack, tmp_path):
     base = stack_spec(stack)
     end = base.max_su + 1
     small = build(spec_with(stack, max_scalable_units=end))
     grown = build(spec_with(stack, scalable_units=base.scalable_units + 1, max_scalable_units=end))
     assert len(grown.devices) > len(small.devices)
-    assert moves(json.loads(layout_json(small)), grown) == []
+    (tmp_path / "layout.json").write_text(layout_json(small))
+    assert moves(read_plan(tmp_path / "layout.json"), grown) == []
 
 
 def test_more_storage_servers_is_refused_naming_the_field_and_writes_nothing(tmp_path):
@@ -49,7 +51,7 @@ def test_more_storage_servers_is_refused_naming_the_field_and_writes_nothing(tmp
     assert refused.exit_code == 2
     assert "error: storage_fabric.storage_servers: moves gear the plan in" in refused.output
     # what moved is read from the two layouts, not from the message's own words
-    expected = moves(json.loads(before[out / "layout.json"]), build(yaml_spec(grown)))
+    expected = moves(read_plan(out / "layout.json"), build(yaml_spec(grown)))
     assert expected and f"({len(expected)}: {expected[0]}" in refused.output
     assert {p: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
     allowed = runner.invoke(app, ["plan", "--spec", str(grown), "--out", str(out), "--allow-moves"])
@@ -89,12 +91,12 @@ def test_the_same_spec_over_a_changed_catalog_that_moves_gear_is_refused(tmp_pat
     out, spec = tmp_path / "out", spec_file(tmp_path, "pod")
     try:
         assert runner.invoke(app, ["plan", "--spec", str(spec), "--out", str(out)]).exit_code == 0
-        previous = json.loads((out / "layout.json").read_text())
         catalog.use_overlays([overlay])
-        expected = moves(previous, build(yaml_spec(spec)))
+        expected = moves(read_plan(out / "layout.json"), build(yaml_spec(spec)))
         assert expected  # the overlay does move gear: the layouts say so
         refused = runner.invoke(app, ["plan", "--spec", str(spec), "--out", str(out), "--catalog", str(overlay)])
-    finally:
+    finally:  # `plan --catalog` layers the overlay for the commands after it in this process too
         catalog.use_overlays([])
+        CATALOGS.set(())
     assert refused.exit_code == 2, refused.output
     assert f"moves gear the plan in {out} placed ({len(expected)}: {expected[0]}" in refused.output

@@ -221,3 +221,20 @@ def test_diff_lists_per_switch_what_changes():
     spine = [c for c in changes.changed if c.startswith("spine-01/startup.yaml")]
     assert spine and "+" in spine[0]  # the spine gains the second SU's leaves
     assert not diff_layouts(stack_layout("lab"), stack_layout("lab"))["switch configs"]
+
+
+def test_a_port_named_as_another_interface_entry_is_written_once_where_the_dict_puts_it():
+    # NVUE's ports go out as one run (nvue.py _PortRun); a port that shares its name with a later
+    # entry (here an SVI) keeps the mapping's rule: one key, in the port's place, the later value
+    from dataclasses import replace
+
+    from topology.render.switches.intent import Port, Svi
+
+    sw = next(i for i in build_intents(stack_layout("lab")) if i.os == "cumulus" and i.ports)
+    clash = Port("vlan999", 100, "peer:eth0")
+    sw = replace(sw, ports=(clash, *sw.ports), svis=(*sw.svis, Svi(999, "10.9.9.1/24")))
+    text = render_nvue(sw)
+    assert text.count("\n      vlan999:\n") == 1
+    interfaces = yaml.safe_load(text)[0]["set"]["interface"]
+    assert interfaces["vlan999"]["type"] == "svi"
+    assert list(interfaces).index("vlan999") == list(interfaces).index(sw.ports[1].name) - 1

@@ -9,21 +9,16 @@ re-plans on purpose (`--allow-moves`: nothing is installed yet)."""
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterable
 from operator import attrgetter, itemgetter
 from pathlib import Path
+from typing import Any
 
 from topology.errors import SpecError
 from topology.layout.model import Layout
+from topology.layout.plan_reader import Table, read_plan
 
 SHOWN = 5  # moves named in the error; the count says how many more
-
-
-def _rows(table: dict, key: tuple[str, ...], fields: tuple[str, ...]) -> dict[tuple, tuple]:
-    columns = table["columns"]
-    k = itemgetter(*(columns.index(c) for c in key), *(columns.index(c) for c in fields))
-    n = len(key)  # one C-level call per row (an 8k pod's plan has 100k addresses)
-    return {t[:n]: t[n:] for t in map(k, table["rows"])}
 
 
 def _objects(items, key: tuple[str, ...], fields: tuple[str, ...]) -> dict[tuple, tuple]:
@@ -32,29 +27,48 @@ def _objects(items, key: tuple[str, ...], fields: tuple[str, ...]) -> dict[tuple
 
 
 # What "moved" means for gear already installed: its place, its cables' far ends, its addresses.
-WATCHED = (
-    ("devices", ("name",), ("rack", "rack_unit")),
-    ("links", ("a_device", "a_port"), ("b_device", "b_port")),
-    ("addresses", ("device", "interface"), ("address",)),
-)
+WATCHED = {
+    "devices": (("name",), ("rack", "rack_unit")),
+    "links": (("a_device", "a_port"), ("b_device", "b_port")),
+    "addresses": (("device", "interface"), ("address",)),
+}
 
 
-def moves(previous: dict, layout: Layout) -> list[str]:
+def _moved(table: str, previous: Table, layout: Layout, devices: set[str]) -> dict[tuple, str]:
+    """The rows of one of the old plan's tables whose thing the new layout puts elsewhere, by key.
+    Where rows share a key (a leaf's rail address and its pod gateways share an interface) the
+    last one decides, as it did when the old rows were read into a dict."""
+    key, fields = WATCHED[table]
+    new = _objects(getattr(layout, table), key, fields)
+    columns = previous.columns  # one C-level call per row (an 8k pod's plan has 100k addresses)
+    row = itemgetter(*(columns.index(c) for c in key), *(columns.index(c) for c in fields))
+    n = len(key)
+    found: dict[tuple, str] = {}
+    for t in map(row, previous.rows):
+        k, was = t[:n], t[n:]
+        now = new.get(k)
+        if now == was or (now is None and k[0] not in devices):
+            if found:
+                found.pop(k, None)  # a later row of the key stays put: the key did not move
+            continue
+        what = " ".join(str(p) for p in k)
+        before = "/".join(str(v) for v in was)
+        found[k] = f"{what} {before} -> {'/'.join(str(v) for v in now) if now else 'gone'}"
+    return found
+
+
+def moves(previous: Iterable[tuple[str, Any]], layout: Layout) -> list[str]:
     """One line per installed thing the new layout puts elsewhere (rows in both plans that differ;
-    a cable or address whose device remains but which the new plan drops counts as moved)."""
+    a cable or address whose device remains but which the new plan drops counts as moved).
+    `previous`: the old layout.json's members as read_plan streams them, one table's rows at a
+    time; a document without every watched table is not one this version wrote: nothing moves."""
     devices = {d.name for d in layout.devices}
-    found = []
-    for table, key, fields in WATCHED:
-        old = _rows(previous[table], key, fields)
-        new = _objects(getattr(layout, table), key, fields)
-        for k, was in old.items():
-            now = new.get(k)
-            if now == was or (now is None and k[0] not in devices):
-                continue
-            what = " ".join(str(p) for p in k)
-            before = "/".join(str(v) for v in was)
-            found.append(f"{what} {before} -> {'/'.join(str(v) for v in now) if now else 'gone'}")
-    return sorted(found)
+    found, seen = [], set()
+    for name, value in previous:
+        if name in WATCHED:
+            found += _moved(name, value, layout, devices).values()
+            seen.add(name)
+    return sorted(found) if seen == WATCHED.keys() else []
 
 
 def changed_fields(old: dict, new: dict, prefix: str = "") -> list[str]:
@@ -77,14 +91,21 @@ def check_growth(previous_plan: Path, layout: Layout) -> None:
     if not previous_plan.is_file():
         return
     spec = layout.spec.model_dump(mode="json")
+    before: dict = {}
+
+    def members():  # the old plan read as a stream (plan_reader.py): its spec kept, its rows dropped as compared
+        for name, value in read_plan(previous_plan):
+            if name == "spec":
+                before["spec"] = value
+            yield name, value
+
     try:
-        previous = json.loads(previous_plan.read_text(encoding="utf-8"))
-        found = moves(previous, layout)
-    except (ValueError, KeyError, TypeError):  # not a layout.json this version wrote: nothing to compare
+        found = moves(members(), layout)
+    except (ValueError, KeyError, TypeError, AttributeError, IndexError):  # not a layout.json this version wrote
         return
     if not found:
         return
-    fields = changed_fields(previous.get("spec") or {}, spec)
+    fields = changed_fields(before.get("spec") or {}, spec)
     shown = "; ".join(found[:SHOWN]) + (f"; and {len(found) - SHOWN} more" if len(found) > SHOWN else "")
     raise SpecError(
         ", ".join(fields) or "spec",

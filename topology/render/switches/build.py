@@ -109,6 +109,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
     by_name = {d.name: d for d in layout.devices}
     partner = _partners(layout.devices)
     services = _services(spec.switch_services)
+    no_bgp_services = replace(services, graceful_restart="off")  # made once, not per switch without BGP
+    os_of = {f: switch_os(spec, f) for f in set(FABRIC_OF_ROLE.values())}
     for d in layout.devices:
         fabric = FABRIC_OF_ROLE.get(d.role)
         model = cat.switches.get(d.model)
@@ -193,7 +195,7 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             name=d.name,
             role=d.role,
             model=d.model,
-            os=switch_os(spec, fabric),
+            os=os_of[fabric],
             fabric=fabric,
             ports=port_list,
             breakouts=sections.breakouts(model, port_list),
@@ -206,8 +208,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             pairing=pair,
             qos=qos,
             notes=_notes(d.role),
-            services=services if bgp else replace(services, graceful_restart="off"),
-            os_release=_os_release(spec, switch_os(spec, fabric)),
+            services=services if bgp else no_bgp_services,
+            os_release=_os_release(spec, os_of[fabric]),
         )
 
 

@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from topology.render.files import GENERATED
 from topology.render.switches.frr import BORDER_IN, BORDER_OUT, POD_OUT, SITE_IN
 from topology.render.switches.intent import BorderPolicy, Port, Qos, SwitchIntent
-from topology.spec import CUMULUS_RELEASES, release_key
+from topology.spec import CUMULUS_RELEASES
+from topology.spec import release_key as _release_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +39,10 @@ BFD_PROFILE = "fabric"
 _STATE_SINCE = (5, 15)
 
 
+release_key = functools.lru_cache(maxsize=64)(_release_key)  # every switch of a pod names one release
+
+
+@functools.lru_cache(maxsize=64)
 def dialect(release: str) -> Dialect:
     """The release's dialect; "" (an intent built without a spec) is the newest release."""
     return STATE_ENABLED if release_key(release or CUMULUS_RELEASES[-1]) >= _STATE_SINCE else ENABLE_ON
@@ -61,14 +66,20 @@ def _interfaces(sw: SwitchIntent, d: Dialect) -> dict:
     for b in sw.breakouts:
         out[b.cage] = _BreakoutBlock(b.lanes)
     pfc = bool(sw.qos and sw.qos.pfc_priorities)  # the watchdog guards paused queues: none without PFC
-    for p in sw.ports:
-        out[p.name] = _PortBlock(p, d.ip, pfc)
-    out.update(_bonds(sw, d))
+    later = _bonds(sw, d)
     for svi in sw.svis:
         ip: dict = {"address": {a: {} for a in (svi.address, *svi.secondaries)}}
         if svi.vrr:
             ip["vrr"] = {**d.enabled(), "address": {svi.vrr: {}}, "mac-address": svi.vrr_mac, d.vrr_state: {"up": {}}}
-        out[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, d.ip: ip}
+        later[f"vlan{svi.vlan}"] = {"type": "svi", "vlan": svi.vlan, d.ip: ip}
+    names = {p.name for p in sw.ports}
+    if len(names) == len(sw.ports) and names.isdisjoint(out) and names.isdisjoint(later):
+        run = _PortRun(sw.ports, d.ip, pfc)  # one entry that writes every port, keys included
+        out[run] = run
+    else:  # a name twice: the later entry replaces the earlier in its place, as a dict does
+        for p in sw.ports:
+            out[p.name] = _PortBlock(p, d.ip, pfc)
+    out.update(later)
     return out
 
 
@@ -105,6 +116,51 @@ class _PortBlock:
             out.append(f"{pad}bridge:\n{pad}  domain:\n{pad}    br_default:\n{pad}      access: {vlan}\n")
         if p.lossless and self.pfc:
             out.append(f"{pad}qos:\n{pad}  pfc-watchdog:\n{pad}    state: enable\n")
+
+
+class _PortRun:
+    """A switch's ports, keys and blocks, written as one run: a port's text is a fixed template per
+    shape (indent, MTU, speed, how many addresses, access VLAN, watchdog) with its name, peer and
+    addresses as the only fields, one %-format a port, where the dict walk wrote each key, then
+    each block line by line (51k ports at 8k GPUs). Written as _PortBlock writes them."""
+
+    __slots__ = ("ports", "ip", "pfc")
+
+    def __init__(self, ports: tuple[Port, ...], ip: str, pfc: bool):
+        self.ports, self.ip, self.pfc = ports, ip, pfc
+
+    def write(self, pad: str, out: list[str]) -> None:
+        ip, pfc, template = self.ip, self.pfc, _port_template
+        for p in self.ports:
+            peer = p.peer  # as _PortBlock tests it: a plain name longer than any YAML word is itself
+            if len(peer) <= _LONGEST_WORD or not _PLAIN(peer):
+                peer = _plain_or_quoted(peer)
+            if p.address:
+                address = p.address  # tested as the peer is: an IPv4 prefix is a plain word
+                if len(address) <= _LONGEST_WORD or not _PLAIN(address):
+                    address = _plain_or_quoted(address)
+                if p.secondaries:
+                    fields = (_scalar(p.name), peer, address, *map(_plain_or_quoted, p.secondaries))
+                else:
+                    fields = (_scalar(p.name), peer, address)
+                n = 1 + len(p.secondaries)
+            else:
+                fields, n = (_scalar(p.name), peer), 0
+            out.append(template(pad, ip, p.mtu, p.speed_gbps, n, p.access_vlan, p.lossless and pfc) % fields)
+
+
+_FIELD = "port_field_"  # a plain YAML word that no port's text holds: where a port's own values go
+
+
+@functools.lru_cache(maxsize=1024)  # a few shapes serve every port of the pod
+def _port_template(pad: str, ip: str, mtu: int, speed_gbps: int, addresses: int, access_vlan: int | None,
+                   watchdog: bool) -> str:
+    """A port's key line and the lines _PortBlock writes for it, %s for its name, peer and addresses."""
+    port = Port(_FIELD, speed_gbps, _FIELD, _FIELD if addresses else "", (_FIELD,) * (addresses - 1), access_vlan,
+                watchdog, mtu)
+    lines = [f"{pad}{_FIELD}:\n"]
+    _PortBlock(port, ip, True).write(pad + "  ", lines)
+    return "".join(lines).replace("%", "%%").replace(_FIELD, "%s")
 
 
 class _BreakoutBlock:
@@ -150,19 +206,23 @@ class _Subtree:
         out.append(self.text(pad))
 
 
-class _NeighborBlock:
-    """A BGP neighbor's NVUE block from a fixed template (type, remote-as, description, then the
-    shared tail): the sessions are a third of a spine's lines, each was three nested dicts."""
+class _NeighborRun:
+    """A switch's BGP neighbors, keys and blocks, written as one run (37k sessions at 8k GPUs):
+    each its key line, its type, remote-as and description, and its shared tail, without the dict walk's
+    tests and calls per entry. `entries`: key -> (kind, remote-as, peer, tail)."""
 
-    __slots__ = ("kind", "remote_as", "peer", "tail")
+    __slots__ = ("entries",)
 
-    def __init__(self, kind: str, remote_as: int | str, peer: str, tail: _Subtree | None):
-        self.kind, self.remote_as, self.peer, self.tail = kind, remote_as, peer, tail
+    def __init__(self, entries: dict[str, tuple]):
+        self.entries = entries
 
     def write(self, pad: str, out: list[str]) -> None:
-        out.append(_neighbor_lines(pad, self.kind, self.remote_as, self.peer))
-        if self.tail is not None:
-            out.append(self.tail.text(pad))
+        inner = pad + "  "
+        for k, (kind, remote_as, peer, tail) in self.entries.items():
+            out.append(f"{pad}{_scalar(k)}:\n")
+            out.append(_neighbor_lines(inner, kind, remote_as, peer))
+            if tail is not None:
+                out.append(tail.text(inner))
 
 
 @functools.lru_cache(maxsize=1 << 16, typed=True)  # a switch is the same neighbor to each switch it peers with
@@ -235,9 +295,9 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
         else:
             tail = None
         if b.unnumbered:
-            neighbors[n.interface] = _NeighborBlock("unnumbered", "external", n.peer, tail)
+            neighbors[n.interface] = ("unnumbered", "external", n.peer, tail)
         else:
-            neighbors[n.address] = _NeighborBlock("numbered", n.remote_as, n.peer, tail)
+            neighbors[n.address] = ("numbered", n.remote_as, n.peer, tail)
     ipv4 = {
         **d.enabled(),
         "multipaths": {"ebgp": b.max_paths},
@@ -252,7 +312,7 @@ def _bgp(sw: SwitchIntent, d: Dialect) -> dict:
                 "router-id": b.router_id,
                 "path-selection": {"multipath": {"aspath-ignore": d.on}},
                 "address-family": {"ipv4-unicast": ipv4},
-                "neighbor": neighbors,
+                "neighbor": _NeighborRun(neighbors) if neighbors else {},
             }
         }
     }
@@ -492,6 +552,8 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
                 _emit(v, pad + "  ", out)
             else:
                 out.append(f"{pad}{_scalar(k)}: {{}}\n")
+        elif v.__class__ is _PortRun:  # its own keys
+            v.write(pad, out)
         elif v.__class__ in _BLOCKS:
             out.append(f"{pad}{_scalar(k)}:\n")
             v.write(pad + "  ", out)
@@ -501,4 +563,4 @@ def _emit(node: dict, pad: str, out: list[str]) -> None:
             out.append(f"{pad}{_scalar(k)}: {_scalar(v)}\n")
 
 
-_BLOCKS = frozenset({_PortBlock, _NeighborBlock, _BreakoutBlock, _Subtree})  # blocks that write themselves
+_BLOCKS = frozenset({_PortBlock, _NeighborRun, _BreakoutBlock, _Subtree})  # blocks that write themselves
