@@ -28,7 +28,8 @@ options:
   find:
     description:
       - Directory listings, each C(name), C(path), C(patterns) (shell globs matched against the entry's
-        name, as ansible.builtin.find's patterns) and C(file_type) (file, directory or any; default file).
+        name) and C(file_type) (file, directory or any; default file): ansible.builtin.find's matches for
+        those options, not recursing, hidden names and links' targets left out as find leaves them.
     type: list
     elements: dict
     default: []
@@ -80,8 +81,10 @@ def listing(spec: dict) -> list[str]:
     out = []
     for name in names:
         full = os.path.join(spec["path"], name)
+        if name.startswith("."):
+            continue  # as ansible.builtin.find without hidden
         try:
-            mode = os.stat(full).st_mode
+            mode = os.lstat(full).st_mode  # as find without follow: a link is not its target's type
         except OSError:
             continue
         if any(fnmatch.fnmatch(name, p) for p in patterns) and matches(mode):
