@@ -2,7 +2,7 @@
 converged lab pod, for one or more checkouts back to back (issue 39: the full check's cost is the
 control node's work per host-task, which wall time on a shared machine hides under the load).
 
-    .venv/bin/python bench/fullcheck_cpu.py [--repeat N] [--profile DIR] [CHECKOUT ...]
+    .venv/bin/python bench/fullcheck_cpu.py [--repeat N] [--profile DIR] [--runs-dir DIR] [CHECKOUT ...]
 
 Starts the lab pod's GPU nodes in containers (as bench/bench_apply.py, over SSH), converges them
 with the first checkout (default: this one), then runs each command in each checkout in turn,
@@ -60,6 +60,8 @@ def main() -> None:
     parser.add_argument("checkouts", nargs="*", type=Path, help="repository checkouts (default: this one)")
     parser.add_argument("--repeat", type=int, default=3, help="runs of each command per checkout (the least counts)")
     parser.add_argument("--profile", type=Path, help="py-spy raw stacks of each checkout's last apply --full here")
+    parser.add_argument("--runs-dir", type=Path, help="keep the runs (events) here, a folder per checkout "
+                                                      "(bench/host_task_counts.py RUN_DIR; default: a temporary one)")
     opts = parser.parse_args()
     here = Path(__file__).resolve().parents[1]
     checkouts = [c.resolve() for c in opts.checkouts] or [here]
@@ -74,7 +76,7 @@ def main() -> None:
             pod.start(ensure_image())
             pod.enable_ssh(Path(tmp))
             overlay = pod.write_overlay(Path(tmp) / "overlay.yml", "ssh")
-            runs_dir = Path(tmp) / "runs"
+            runs_dir = opts.runs_dir or Path(tmp) / "runs"
 
             def common(checkout: Path) -> list[str]:
                 return ["--stack", pod.stack, "-i", str(overlay), "--runs-dir", str(runs_dir / checkout.name),
