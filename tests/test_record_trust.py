@@ -285,3 +285,67 @@ def test_every_plan_file_a_role_reads_on_the_controller_is_an_input():
                 found.append(path)
                 assert any(path.is_relative_to(r) for r in roots), f"{defaults}: {rel} is read but not an input"
     assert found  # switch_fabric's plan at least
+
+
+def test_superpod_state_reads_are_recorded_as_the_reads_they_stand_for_and_vetted(tmp_path):
+    """library/superpod_state.py folds stat, slurp, find and declared command reads into one task:
+    its result must give the record the same entries (so a converged host is still skipped by the
+    plain path: an unverifiable entry would never let it be), and a recorded command runs again only
+    as today's task names it."""
+    from topology.operate.record_entries import entries_from_events
+
+    tasks = _tasks(tmp_path, """\
+- name: Read the state
+  superpod_state:
+    stat: [/proc/sys/vm/nr_hugepages]
+    slurp: ["{{ stamp }}"]
+    find:
+      - {name: sizes, path: /sys/kernel/mm/hugepages, file_type: directory, patterns: ["hugepages-*kB"]}
+    commands:
+      - name: limits
+        executable: /bin/bash
+        shell: |
+          awk '/^Cap/' /proc/1/status
+      - {name: uname, argv: [uname, "{{ flag }}"]}
+  register: state
+  changed_when: false
+  check_mode: false
+""")
+    res = {"changed": False,
+           "stat": {"/proc/sys/vm/nr_hugepages": {"exists": True, "isreg": True, "isdir": False, "writeable": False}},
+           "slurp": {"/var/lib/superpod/bootloader-cmdline": None},
+           "find": {"sizes": ["/sys/kernel/mm/hugepages/hugepages-2048kB"]},
+           "commands": {"limits": {"rc": 0, "stdout": "CapEff:\t0"}, "uname": {"rc": 0, "stdout": "6.1.0"}},
+           "invocation": {"module_args": {
+               "stat": ["/proc/sys/vm/nr_hugepages"], "slurp": ["/var/lib/superpod/bootloader-cmdline"],
+               "find": [{"name": "sizes", "path": "/sys/kernel/mm/hugepages", "file_type": "directory",
+                         "patterns": ["hugepages-*kB"]}],
+               "commands": [{"name": "limits", "executable": "/bin/bash", "shell": "awk '/^Cap/' /proc/1/status\n"},
+                            {"name": "uname", "argv": ["uname", "-r"]}]}}}
+    event = {"event": "runner_on_ok", "event_data": {"host": "n1", "task": "Read the state", "res": res,
+                                                     "resolved_action": "superpod_state",
+                                                     "task_path": f"{tasks}:1"}}
+    entries = list(entries_from_events([event], tmp_path)["n1"].values())
+    assert not [e for e in entries if "unverifiable" in e], entries
+    assert {"path": "/proc/sys/vm/nr_hugepages", "state": "file"} in entries
+    assert {"path": "/var/lib/superpod/bootloader-cmdline", "state": "absent"} in entries
+    assert {"find": "Read the state [sizes]", "matched": ["/sys/kernel/mm/hugepages/hugepages-2048kB"],
+            "args": {"paths": ["/sys/kernel/mm/hugepages"], "patterns": ["hugepages-*kB"],
+                     "file_type": "directory"}} in entries
+    probes = {e["state_command"]: e for e in entries if "probe" in e}
+    assert probes["limits"]["args"] == {"_raw_params": "awk '/^Cap/' /proc/1/status\n", "_uses_shell": True,
+                                        "executable": "/bin/bash"}
+    assert probes["uname"]["args"] == {"argv": ["uname", "-r"]}
+    assert probes["uname"]["task_path"] == "roles/r/tasks/main.yml:1"
+    assert [trusted_record.refusal(p, tmp_path) for p in probes.values()] == [None, None]
+
+    forged = {**probes["limits"], "args": {**probes["limits"]["args"], "_raw_params": "id > /tmp/p"}}
+    assert "arguments differ" in trusted_record.refusal(forged, tmp_path)
+    assert "superpod_state task with the command 'other'" in trusted_record.refusal(
+        {**probes["uname"], "state_command": "other"}, tmp_path)
+    # the same task without changed_when: false is no declared read: its commands are not replayed
+    tasks.write_text(tasks.read_text().replace("  changed_when: false\n", ""))
+    event["event_data"]["task_path"] = f"{tasks}:1"
+    entries = list(entries_from_events([event], tmp_path)["n1"].values())
+    assert [e for e in entries if "unverifiable" in e] == [{"unverifiable": "superpod_state", "task": "Read the state"}]
+    assert "no declared read at" in trusted_record.refusal(probes["limits"], tmp_path)

@@ -1,7 +1,8 @@
 """A run's events as record entries (topology/operate/manifest.py keeps the record): per host,
 each file a template, copy or file task wrote or checked, each unit, the files a module of ours
 reports as managed, and what the run read (commands a role declares a read, stat, slurp, find,
-modules, units' state, facts), or `unverifiable` where the quick check cannot replay it."""
+superpod_state's reads of each, modules, units' state, facts), or `unverifiable` where the quick
+check cannot replay it."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ UNIT_MODULES = {"ansible.builtin.systemd_service", "ansible.builtin.systemd", "s
 # ours: they report each file they keep as `managed` (superpod_files: library/, through its action)
 SET_MODULES = {"rail_network_files", "superpod_files"}
 PATH_STATES = ("file", "directory", "absent")
+# ours: a role's reads in one call (library/superpod_state.py), recorded as the reads it stands for
+STATE_MODULES = {"superpod_state"}
 # Tasks that run on the controller only and read nothing of the host (facts: the `facts` entry)
 CONTROLLER_ONLY = {"set_fact", "assert", "debug", "fail", "include_tasks", "import_tasks", "include_role",
                    "import_role", "include_vars", "meta", "validate_argument_spec", "add_host", "group_by",
@@ -154,6 +157,42 @@ def _stat(action: str, res: dict) -> dict | None:
     return entry
 
 
+def state_command_args(spec: dict) -> dict:
+    """A superpod_state command as the check replays it: the command and shell modules' arguments
+    (a shell command runs as `executable -c script`, as the shell module runs it)."""
+    if spec.get("argv"):
+        return {"argv": [str(a) for a in spec["argv"]]}
+    return {"_raw_params": spec.get("shell"), "_uses_shell": True, "executable": spec.get("executable") or "/bin/sh"}
+
+
+def _state(res: dict, task: str, task_path: str, declared: bool) -> Iterator[dict]:
+    """superpod_state's reads (library/superpod_state.py), as the stat, slurp, find and declared
+    command tasks they stand for are recorded; its commands only where the task is a declared read."""
+    args = _module_args(res)
+    for path, st in (res.get("stat") or {}).items():
+        yield _stat("stat", {"stat": st, "invocation": {"module_args": {"path": path}}}) \
+            or {"unverifiable": "superpod_state", "task": task}
+    for path, content in (res.get("slurp") or {}).items():
+        yield ({"path": path, "state": "absent"} if content is None else
+               {"path": path, "state": "file", "checksum": hashlib.sha1(base64.b64decode(content)).hexdigest()})
+    for spec in args.get("find") or []:
+        matched = (res.get("find") or {}).get(spec.get("name"))
+        if matched is None:
+            yield {"unverifiable": "superpod_state", "task": task}
+            continue
+        kept = {"paths": [spec["path"]], "patterns": spec.get("patterns") or ["*"],
+                "file_type": spec.get("file_type") or "file"}
+        yield {"find": f"{task} [{spec['name']}]", "args": kept, "matched": sorted(matched)}
+    for spec in args.get("commands") or []:
+        ran = (res.get("commands") or {}).get(spec.get("name"))
+        if not declared or not isinstance(ran, dict) or not isinstance(ran.get("rc"), int):
+            yield {"unverifiable": "superpod_state", "task": task}
+            continue
+        yield {"probe": f"{task} [{spec['name']}]", "args": state_command_args(spec), "rc": ran["rc"],
+               "stdout_sha1": _sha1(str(ran.get("stdout") or "")), "task_path": task_path,
+               "state_command": spec["name"]}
+
+
 def _short(action: str) -> str:
     return action.removeprefix("ansible.builtin.").removeprefix("ansible.legacy.")
 
@@ -184,7 +223,10 @@ def _entries(action: str, res: dict, data: dict | None = None, project_dir: Path
             probe = _probe(res, task, _task_path(str(data.get("task_path")), project_dir))
             yield probe if probe else {"unverifiable": short, "task": task}
         return  # an action that ran: what it acts on is read by the role's probes
-    if short in PACKAGE_MODULES:
+    if short in STATE_MODULES:
+        yield from _state(res, task, _task_path(str(data.get("task_path")), project_dir),
+                          is_declared_read(data.get("task_path")))
+    elif short in PACKAGE_MODULES:
         yield {"packages": short}  # covered when the installed-packages query is in the record
     elif short in ("stat", "slurp"):
         entry = _stat(short, res)

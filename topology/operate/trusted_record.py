@@ -7,9 +7,10 @@ when
   this control node, unchanged since), and
 - the task it names (`task_path`, relative to the project) is, in the role files as they are
   now, a declared read (check_mode: false, changed_when: false) of the same module (command or
-  shell), and the recorded arguments are an instance of the task's: each literal part of the
-  task's text exactly, each `{{ ... }}` any value (the value came from the signed run; the
-  variables behind it are inputs of that run, topology/operate/inputs.py).
+  shell, or the same named command of a superpod_state task), and the recorded arguments are an
+  instance of the task's: each literal part of the task's text exactly, each `{{ ... }}` any value
+  (the value came from the signed run; the variables behind it are inputs of that run,
+  topology/operate/inputs.py).
 Anything else and the host is not checked by its record: it runs in full, and the reason says why.
 """
 
@@ -22,10 +23,12 @@ from pathlib import Path
 from topology.operate.declared import declared_read
 from topology.operate.manifest import load_verified
 from topology.operate.private_files import write_private
+from topology.operate.record_entries import state_command_args
 from topology.operate.record_key import UntrustedRecord
 
 _SHELL = {"shell", "ansible.builtin.shell", "ansible.legacy.shell"}
 _COMMAND = {"command", "ansible.builtin.command", "ansible.legacy.command"}
+_STATE = {"superpod_state", "ansible.legacy.superpod_state"}  # library/superpod_state.py: its named commands
 _TEMPLATE = re.compile(r"{{.*?}}|{%.*?%}|{#.*?#}", re.DOTALL)
 _BLOCK_OPENERS = {"if", "for", "macro", "call", "filter", "with", "block"}  # (a one-line set closes nothing)
 _DEFAULT_TRUE = ("stdin_add_newline", "strip_empty_ends")  # the modules' defaults, echoed back
@@ -52,8 +55,17 @@ def _instance_of(template, value) -> bool:
     return re.fullmatch(pattern, str(value), re.DOTALL) is not None
 
 
-def _task_args(task: dict) -> tuple[bool, dict] | None:
-    """(shell?, arguments) of a command or shell task as its file writes them; None for others."""
+def _task_args(task: dict, state_command: str | None = None) -> tuple[bool, dict] | None:
+    """(shell?, arguments) of a command or shell task as its file writes them, or of the named
+    command of a superpod_state task (record_entries.state_command_args); None for others."""
+    if state_command is not None:
+        state = next((task[k] for k in task if k in _STATE), None)
+        specs = (state or {}).get("commands") if isinstance(state, dict) else None
+        spec = next((c for c in specs or [] if isinstance(c, dict) and c.get("name") == state_command), None)
+        if spec is None:
+            return None
+        args = state_command_args(spec)
+        return bool(args.pop("_uses_shell", False)), args
     module = next((k for k in task if k in _SHELL | _COMMAND), None)
     if module is None:
         return None
@@ -107,9 +119,11 @@ def refusal(entry: dict, project_dir: Path, playbook_dir: Path | None = None) ->
     task = declared_read(f"{file}:{line}")
     if task is None:
         return f"read {entry.get('probe')!r}: no declared read at {where} in today's role files"
-    parsed = _task_args(task)
+    parsed = _task_args(task, entry.get("state_command"))
     if parsed is None:
-        return f"read {entry.get('probe')!r}: the task at {where} is not a command or shell task"
+        state = f" nor a superpod_state task with the command {entry['state_command']!r}" \
+            if "state_command" in entry else ""
+        return f"read {entry.get('probe')!r}: the task at {where} is not a command or shell task{state}"
     differs = _args_differ(entry.get("args") or {}, *parsed)
     return f"read {entry.get('probe')!r}: arguments differ from the task at {where}: {differs}" if differs else None
 

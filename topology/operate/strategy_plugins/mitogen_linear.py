@@ -3,9 +3,24 @@ one persistent Python interpreter per host for the whole run instead of a new pr
 reached over the same SSH settings (2.3-2.7x fewer seconds per host-task, docs/operations.md,
 "Speed"). ansible.cfg points strategy_plugins here so that it works without knowing where pip put
 ansible_mitogen. Where mitogen is not installed (ansible-playbook run by hand from a bare
-ansible-core), it falls back to ansible.builtin.linear with a warning instead of failing."""
+ansible-core), it falls back to ansible.builtin.linear with a warning instead of failing.
 
+Either way each play first loads the Jinja filter and test plugins in ansible-playbook itself
+(warm_jinja_plugins): Ansible forks a worker per host-task, and a worker whose task uses a filter
+or test otherwise loads every one of them from source itself, the parent never having done it
+(a tenth of the controller's CPU in a no-op `apply --full`, docs/operations.md "Seventh pass")."""
+
+from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
+
+
+def warm_jinja_plugins() -> None:
+    """Load the filter and test plugins (builtin and configured paths) once in this process, so
+    that the workers forked from it inherit them instead of each loading them again."""
+    for loader in (filter_loader, test_loader):
+        for _ in loader.all():
+            pass
+
 
 try:
     import ansible_mitogen.loaders
@@ -18,7 +33,13 @@ except ImportError:
             Display().warning("strategy mitogen_linear: PyPI mitogen is not installed; running ansible.builtin.linear "
                               "(pip install 'superpod[ansible]' for the faster strategy)")
             super().__init__(tqm)
+
+        def run(self, iterator, play_context):
+            warm_jinja_plugins()
+            return super().run(iterator, play_context)
 else:
     class StrategyModule(ansible_mitogen.strategy.StrategyMixin,
                          ansible_mitogen.loaders.strategy_loader.get("linear", class_only=True)):
-        pass
+        def run(self, iterator, play_context):
+            warm_jinja_plugins()
+            return super().run(iterator, play_context)
