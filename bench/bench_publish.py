@@ -32,6 +32,7 @@ from topology.render.dcim import desired_objects
 from topology.spec import load_stack_file, parse
 
 ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 900.0  # per request, the lab server's own limit (uWSGI harakiri): on a loaded machine a bulk write is slow
 COUNT_OF = {  # endpoint -> desired.counts key, for the roce-1k estimate (writes only)
     "dcim/devices/": "devices", "dcim/interfaces/": "interfaces", "dcim/cables/": "cables",
     "ipam/prefixes/": "prefixes", "ipam/ip-addresses/": "ip_addresses", "ipam/ip-address-to-interface/":
@@ -162,7 +163,7 @@ def main() -> None:
         token = read_token(token_file)
         rates: dict[str, float] = {}
         for title in ("first publish", "republish (no change)"):
-            with Timed(url, token, workers=workers, chunk=args.chunk, page=args.page) as client:
+            with Timed(url, token, timeout=TIMEOUT, workers=workers, chunk=args.chunk, page=args.page) as client:
                 started, cpu0 = time.monotonic(), server_cpu_seconds(lab_dir)
                 result = sync(client, desired, apply=True)
                 rates = report(title, client, time.monotonic() - started, result.total) or rates

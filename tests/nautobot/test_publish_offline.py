@@ -474,3 +474,21 @@ def test_republish_over_many_pages_changes_nothing():
         server.writes.clear()
         report = sync(client, lab, apply=True)
     assert report.total == 0 and server.writes == [], report.counts()
+
+
+def test_writes_ask_for_answers_without_many_to_many_fields():
+    """Bulk POSTs and PATCHes carry exclude_m2m: Nautobot still writes the tags sent, but does not read
+    back and render every object's tags (or an interface's addresses) for an answer of which the
+    publisher uses only the ids. Reads keep the choice per type (tags are compared on some)."""
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append((request.method, dict(request.url.params)))
+        return httpx.Response(201 if request.method == "POST" else 200,
+                              json=[{**o, "id": o.get("id", "x")} for o in json.loads(request.content)])
+
+    client = paged_client(handler, chunk=2)
+    client.create("dcim/interfaces/", [{"name": f"e{i}", "tags": ["t"]} for i in range(3)])
+    client.update("dcim/interfaces/", [{"id": "x", "tags": ["t"]}])
+    assert [m for m, _ in seen] == ["POST", "POST", "PATCH"]
+    assert all(params.get("exclude_m2m") == "true" for _, params in seen)
