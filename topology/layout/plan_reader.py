@@ -62,6 +62,16 @@ class _Text:
             raise ValueError(f"expected {c!r} at {self.ahead(20)!r}")
         self.pos += 1
 
+    def closes(self, close: str, what: str) -> bool:
+        """After an item of a list or object: True at its closing `close`, False at a comma."""
+        c = self.peek()
+        self.pos += 1
+        if c == close:
+            return True
+        if c != ",":
+            raise ValueError(f"expected ',' or {close!r} between {what}, found {c!r}")
+        return False
+
     def value(self) -> Any:
         """The JSON value that starts here, read whole."""
         self.peek()
@@ -106,12 +116,8 @@ def _rows(t: _Text) -> Iterator[list]:
             t.pos = cut + 2  # at the next row's `[`
             continue
         yield t.value()  # one row
-        c = t.peek()
-        t.pos += 1
-        if c == "]":
+        if t.closes("]", "rows"):
             return
-        if c != ",":
-            raise ValueError(f"expected ',' or ']' between rows, found {c!r}")
 
 
 def read_plan(path: Path) -> Iterator[tuple[str, Any]]:
@@ -147,11 +153,7 @@ def read_plan(path: Path) -> Iterator[tuple[str, Any]]:
                 if value.__class__ is dict and value.keys() == {"columns", "rows"}:  # a table written otherwise
                     value = Table(value["columns"], iter(value["rows"]))
                 yield name, value
-            c = t.peek()
-            t.pos += 1
-            if c == "}":
+            if t.closes("}", "members"):
                 break
-            if c != ",":
-                raise ValueError(f"expected ',' or '}}' between members, found {c!r}")
         if t.peek():
             raise ValueError("text after the document")

@@ -150,10 +150,10 @@ def labels_pieces(layout: Layout) -> Iterator[str]:
                        str(lk.speed_gbps), "1", "1")
                 continue
             speed, fibres = str(lk.speed_gbps), str(n)
-            for k in range(1, n + 1):
-                suffix = f" fibre {k}/{n}" if n > 1 else ""
+            for k in range(1, n + 1):  # several fibres: a label pair each, suffixed
+                suffix = f" fibre {k}/{n}"
                 here, there = f"{a_place} {lk.a_port}{suffix}", f"{b_place} {lk.b_port}{suffix}"
-                yield (f"{cid}.{k}" if n > 1 else cid, here, "to " + there, there, "to " + here,
+                yield (f"{cid}.{k}", here, "to " + there, there, "to " + here,
                        a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
                        lk.tier, lk.media, lk.length_class, speed, str(k), fibres)
 

@@ -22,24 +22,26 @@ def warm_jinja_plugins() -> None:
             pass
 
 
+class WarmPluginsFirst:
+    """A strategy that warms the Jinja plugins in ansible-playbook before each play runs."""
+
+    def run(self, iterator, play_context):
+        warm_jinja_plugins()
+        return super().run(iterator, play_context)
+
+
 try:
     import ansible_mitogen.loaders
     import ansible_mitogen.strategy
 except ImportError:
     from ansible.plugins.strategy.linear import StrategyModule as _Linear
 
-    class StrategyModule(_Linear):
+    class StrategyModule(WarmPluginsFirst, _Linear):
         def __init__(self, tqm):
             Display().warning("strategy mitogen_linear: PyPI mitogen is not installed; running ansible.builtin.linear "
                               "(pip install 'superpod[ansible]' for the faster strategy)")
             super().__init__(tqm)
-
-        def run(self, iterator, play_context):
-            warm_jinja_plugins()
-            return super().run(iterator, play_context)
 else:
-    class StrategyModule(ansible_mitogen.strategy.StrategyMixin,
+    class StrategyModule(WarmPluginsFirst, ansible_mitogen.strategy.StrategyMixin,
                          ansible_mitogen.loaders.strategy_loader.get("linear", class_only=True)):
-        def run(self, iterator, play_context):
-            warm_jinja_plugins()
-            return super().run(iterator, play_context)
+        pass
