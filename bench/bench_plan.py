@@ -93,7 +93,7 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--one":
         print(json.dumps(one(sys.argv[2])))
         return
-    repeat, labels = repeat_and_names(sys.argv[1:], [label for label, _ in CASES])
+    repeat, labels = repeat_and_names(sys.argv[1:], [label for label, _ in CASES], __doc__.splitlines()[0])
     print(load_line())
     print(f"{'pod':>5} {'gpus':>7} {'tiers':>5} {'devices':>8} {'cables':>8} {'build cpu':>9} {'render cpu':>10} "
           f"{'cpu s':>6} {'wall s':>6} {'us/cable':>9} {'peak MiB':>9}")

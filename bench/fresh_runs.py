@@ -4,17 +4,25 @@ line), the least CPU of N kept (a shared VM's speed swings), and the load beside
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 
 
-def repeat_and_names(args: list[str], default: list[str]) -> tuple[int, list[str]]:
-    repeat = 1
-    if args[:1] == ["--repeat"]:
-        repeat, args = int(args[1]), args[2:]
-    return repeat, args or default
+def repeat_and_names(args: list[str], default: list[str], description: str = "") -> tuple[int, list[str]]:
+    """`[--repeat N] [NAME ...]`: an unknown name or option is refused with argparse's usage line."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--repeat", type=int, default=1, help="fresh runs per case; the least CPU is printed")
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"cases: {' '.join(default)} (default: all)")
+    parsed = parser.parse_args(args)
+    if parsed.repeat < 1:
+        parser.error("--repeat: must be at least 1")
+    unknown = [name for name in parsed.names if name not in default]
+    if unknown:  # argparse's own `choices` refuses an empty list with nargs="*" on Python 3.11
+        parser.error(f"NAME: unknown case {', '.join(unknown)} (choose from {', '.join(default)})")
+    return parsed.repeat, parsed.names or default
 
 
 def least_cpu(script: str, name: str, repeat: int) -> dict:
