@@ -224,45 +224,40 @@ def _cage_index(cat: Catalog, memo: dict, model: str, speed: int, port: str) -> 
     return names.get(port, -1)
 
 
-def _cage_groups(cat: Catalog, runs: list[tuple]) -> dict[tuple, list[int]]:
-    """Links that share a switch cage's module or splitter with a direct cable in mind: one end a
-    split switch cage (split switch cages at both ends always take optics). The far end may be a
-    host's twin-port cage: it takes optics, and so do the other links of that switch cage."""
-    memo: dict = {}
-    groups: dict[tuple, list[int]] = {}
-    for i, (lk, a, b, _, _, end_a, end_b) in enumerate(runs):
-        split = [(dev, port) for dev, port, end in ((a, lk.a_port, end_a), (b, lk.b_port, end_b))
-                 if end.switch and end.ports_per_module > 1]
-        if len(split) != 1:
-            continue
-        dev, port = split[0]
-        cage = _cage_index(cat, memo, dev.model, lk.speed_gbps, port)
-        groups.setdefault((dev.name, cage), []).append(i)
-    return groups
+def _split_end(end_a: End, end_b: End) -> int:
+    """Which end (0: a, 1: b) is the one split switch cage of a link, whose module or splitter it
+    shares with the cage's other links with a direct cable in mind; -1 for none or both (split
+    switch cages at both ends always take optics). The far end may be a host's twin-port cage: it
+    takes optics, and so do the other links of that switch cage."""
+    split = [k for k, end in enumerate((end_a, end_b)) if end.switch and end.ports_per_module > 1]
+    return split[0] if len(split) == 1 else -1
 
 
-def _per_cage(cat: Catalog, runs: list[tuple]) -> dict[int, tuple[float, str, bool]]:
-    """One choice per split cage: a splitter cable is one part of one length, so the cage's links
-    share the media and the longest run (length and class); links whose far ends differ (a node
-    and a UFM on one twin-port cage) or that no direct cable reaches take optics, each its own
-    fibre. Returns link index -> (length, length class, optical only)."""
+def _per_cage(cat: Catalog, runs: list[tuple], groups: dict[tuple, list[int]]) -> dict[int, tuple[float, str, bool]]:
+    """One choice per split cage (`groups`: a cage's link indexes): a splitter cable is one part of
+    one length, so the cage's links share the media and the longest run (length and class); links
+    whose far ends differ (a node and a UFM on one twin-port cage) or that no direct cable reaches
+    take optics, each its own fibre. Returns link index -> (length, length class, optical only)."""
     out: dict[int, tuple[float, str, bool]] = {}
-    media: dict[tuple, str] = {}  # ends are memoized (one object each): keyed by identity
-    for members in _cage_groups(cat, runs).values():
+    media: dict[tuple, str] = {}  # keyed by the pair of ends' number (one per kind of link)
+    for members in groups.values():
         if len(members) < 2:
             continue
-        # far ends by value, not identity: a UFM's and a storage server's ends are alike
-        far = {(r[5], r[6], r[0].speed_gbps) for r in (runs[i] for i in members)}
-        longest = max(members, key=lambda i: runs[i][3])
-        lk, _, _, length, length_class, end_a, end_b = runs[longest]
+        # far ends by value, not by kind of link: a UFM's and a storage server's ends are alike
+        one_of_kind: dict[int, int] = {}
+        for i in members:
+            one_of_kind.setdefault(runs[i][5], i)
+        far = {(runs[i][3], runs[i][4], runs[i][0].speed_gbps) for i in one_of_kind.values()}
+        longest = max(members, key=lambda i: runs[i][1])
+        lk, length, length_class, end_a, end_b, pid = runs[longest]
         direct = False
         if len(far) == 1:
-            key = (id(end_a), id(end_b), length, lk.speed_gbps)
+            key = (pid, length)
             if key not in media:
                 media[key] = choose_media(cat, lk, end_a, end_b, length)
             direct = media[key] not in OPTICAL
         for i in members:
-            out[i] = (length, length_class, False) if direct else (runs[i][3], runs[i][4], True)
+            out[i] = (length, length_class, False) if direct else (runs[i][1], runs[i][2], True)
     return out
 
 
@@ -315,13 +310,16 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
                  racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
-    # A pod has few kinds of cable end and of run: the lookups are memoized (at 100k GPUs,
-    # working each of ~300k links out afresh was over half the build)
+    # A pod has few kinds of link (its ends' models and roles, tier, speed) and of run: the ends,
+    # runs and parts are memoized by kind (at 100k GPUs, working each of ~300k links out afresh
+    # was over half the build)
     ends: dict[tuple, End] = {}
-    chosen: dict[tuple, Choice] = {}
+    pairs: dict[tuple, tuple[End, End, int, int]] = {}  # kind -> its ends, split end, number
+    cage_names: dict = {}
+    groups: dict[tuple, list[int]] = {}  # a split switch cage -> its links' indexes
     runs = []
     run_of: dict[tuple, tuple[float, str]] = {}  # a run's length and class: by the racks, or units apart in one
-    for lk in links:
+    for i, lk in enumerate(links):
         a, b = by_name[lk.a_device], by_name[lk.b_device]
         same_rack = a.rack == b.rack
         key = (None, abs((a.rack_unit or 1) - (b.rack_unit or 1))) if same_rack else (a.rack, b.rack)
@@ -334,24 +332,34 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
             else:
                 length_class = "cross_row"
             run = run_of[key] = (run_length(spec, a, b, pos), length_class)
-        length, length_class = run
         # end_of reads the device's model and role, the link's tier and speed, and which end it is
-        key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
-        key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
-        end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
-        end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
-        runs.append((lk, a, b, length, length_class, end_a, end_b))
-    cage_choice = _per_cage(cat, runs)
+        kind = (a.model, a.role, b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
+        pair = pairs.get(kind)
+        if pair is None:
+            key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
+            key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
+            end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
+            end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
+            pair = pairs[kind] = (end_a, end_b, _split_end(end_a, end_b), len(pairs))
+        end_a, end_b, split, pid = pair
+        if split >= 0:
+            dev, port = (a, lk.a_port) if split == 0 else (b, lk.b_port)
+            groups.setdefault((dev.name, _cage_index(cat, cage_names, dev.model, lk.speed_gbps, port)), []).append(i)
+        runs.append((lk, *run, end_a, end_b, pid))
+    cage_choice = _per_cage(cat, runs, groups)
+    # what follows a cabled link's slot, by its kind, run and optics: one tuple for many links
+    tails: dict[tuple, tuple] = {}
     out = []
-    for i, (lk, _, _, length, length_class, end_a, end_b) in enumerate(runs):
+    for i, (lk, length, length_class, end_a, end_b, pid) in enumerate(runs):
         optical_only = False
         if i in cage_choice:
             length, length_class, optical_only = cage_choice[i]
-        key = (id(end_a), id(end_b), length, lk.speed_gbps, optical_only)  # ends are memoized: one object each
-        if key not in chosen:
-            chosen[key] = parts(cat, lk, end_a, end_b, length, optical_only)
-        c = chosen[key]
+        key = (pid, length, length_class, optical_only)
+        tail = tails.get(key)
+        if tail is None:
+            c = parts(cat, lk, end_a, end_b, length, optical_only)
+            tail = tails[key] = (length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
+                                 end_b.ports_per_module, c.count, c.shared)
         out.append(Link(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.fabric, lk.tier, lk.speed_gbps, lk.slot,
-                        length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
-                        end_b.ports_per_module, c.count, c.shared))
+                        *tail))
     return out
