@@ -233,31 +233,33 @@ def _split_end(end_a: End, end_b: End) -> int:
     return split[0] if len(split) == 1 else -1
 
 
-def _per_cage(cat: Catalog, runs: list[tuple], groups: dict[tuple, list[int]]) -> dict[int, tuple[float, str, bool]]:
-    """One choice per split cage (`groups`: a cage's link indexes): a splitter cable is one part of
-    one length, so the cage's links share the media and the longest run (length and class); links
-    whose far ends differ (a node and a UFM on one twin-port cage) or that no direct cable reaches
-    take optics, each its own fibre. Returns link index -> (length, length class, optical only)."""
+def _per_cage(cat: Catalog, links: list[Link], split: dict[int, tuple],
+              groups: dict[tuple, list[int]]) -> dict[int, tuple[float, str, bool]]:
+    """One choice per split cage (`groups`: a cage's link indexes; `split`: each such link's
+    length, length class, ends and kind): a splitter cable is one part of one length, so the cage's
+    links share the media and the longest run (length and class); links whose far ends differ (a
+    node and a UFM on one twin-port cage) or that no direct cable reaches take optics, each its own
+    fibre. Returns link index -> (length, length class, optical only)."""
     out: dict[int, tuple[float, str, bool]] = {}
-    media: dict[tuple, str] = {}  # keyed by the pair of ends' number (one per kind of link)
+    media: dict[tuple, str] = {}  # keyed by the kind of link (its ends and speed) and length
     for members in groups.values():
         if len(members) < 2:
             continue
         # far ends by value, not by kind of link: a UFM's and a storage server's ends are alike
         one_of_kind: dict[int, int] = {}
         for i in members:
-            one_of_kind.setdefault(runs[i][5], i)
-        far = {(runs[i][3], runs[i][4], runs[i][0].speed_gbps) for i in one_of_kind.values()}
-        longest = max(members, key=lambda i: runs[i][1])
-        lk, length, length_class, end_a, end_b, pid = runs[longest]
+            one_of_kind.setdefault(split[i][4], i)
+        far = {(split[i][2], split[i][3], links[i].speed_gbps) for i in one_of_kind.values()}
+        longest = max(members, key=lambda i: split[i][0])
+        length, length_class, end_a, end_b, kind = split[longest]
         direct = False
         if len(far) == 1:
-            key = (pid, length)
+            key = (kind, length)
             if key not in media:
-                media[key] = choose_media(cat, lk, end_a, end_b, length)
+                media[key] = choose_media(cat, links[longest], end_a, end_b, length)
             direct = media[key] not in OPTICAL
         for i in members:
-            out[i] = (length, length_class, False) if direct else (runs[i][1], runs[i][2], True)
+            out[i] = (length, length_class, False) if direct else (split[i][0], split[i][1], True)
     return out
 
 
@@ -310,56 +312,78 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
                  racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
-    # A pod has few kinds of link (its ends' models and roles, tier, speed) and of run: the ends,
-    # runs and parts are memoized by kind (at 100k GPUs, working each of ~300k links out afresh
-    # was over half the build)
+    # A pod has few kinds of link (its ends' models and roles, tier, speed) and of run (the racks,
+    # or the units apart in one): ends, runs and parts are worked out once per kind and run, and
+    # each link is two lookups (at 100k GPUs, working each of ~300k links out afresh was over
+    # half the build)
+    model_role: dict[tuple[str, str], int] = {}
+    place = {d.name: (d.rack, d.rack_unit or 1, model_role.setdefault((d.model, d.role), len(model_role)))
+             for d in devices}
     ends: dict[tuple, End] = {}
-    pairs: dict[tuple, tuple[End, End, int, int]] = {}  # kind -> its ends, split end, number
+    kinds: dict[tuple, tuple[End, End, int, int]] = {}  # -> its ends, its split end (_split_end), its number
+    run_of: dict[tuple, tuple[float, str, int]] = {}  # -> length, length class, the number of that pair
+    lengths: dict[tuple[float, str], int] = {}  # a run's (length, length class) -> its number
     cage_names: dict = {}
     groups: dict[tuple, list[int]] = {}  # a split switch cage -> its links' indexes
-    runs = []
-    run_of: dict[tuple, tuple[float, str]] = {}  # a run's length and class: by the racks, or units apart in one
+    split: dict[int, tuple] = {}  # a link on one: its length, class, ends and kind number, for _per_cage
+    todo: dict[tuple, tuple] = {}  # what parts() takes, by the key of what follows a cabled link's slot
+    keys: list[tuple | None] = []  # each link's key (a split cage's: once the cage is settled)
     for i, lk in enumerate(links):
-        a, b = by_name[lk.a_device], by_name[lk.b_device]
-        same_rack = a.rack == b.rack
-        key = (None, abs((a.rack_unit or 1) - (b.rack_unit or 1))) if same_rack else (a.rack, b.rack)
+        rack_a, unit_a, kind_a = place[lk.a_device]
+        rack_b, unit_b, kind_b = place[lk.b_device]
+        key = (None, abs(unit_a - unit_b)) if rack_a == rack_b else (rack_a, rack_b)
         run = run_of.get(key)
         if run is None:
-            if same_rack:
-                length_class = "in_rack"
-            elif pos[a.rack][0] == pos[b.rack][0]:
-                length_class = "same_row"
-            else:
-                length_class = "cross_row"
-            run = run_of[key] = (run_length(spec, a, b, pos), length_class)
+            length = _run(spec, by_name[lk.a_device], by_name[lk.b_device], pos)
+            run = run_of[key] = (*length, lengths.setdefault(length, len(lengths)))
         # end_of reads the device's model and role, the link's tier and speed, and which end it is
-        kind = (a.model, a.role, b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
-        pair = pairs.get(kind)
-        if pair is None:
+        kind = (kind_a, kind_b, lk.tier, lk.speed_gbps, lk.b_device == lk.a_device)
+        ends_of = kinds.get(kind)
+        if ends_of is None:
+            a, b = by_name[lk.a_device], by_name[lk.b_device]
             key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
             key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
             end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
             end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
-            pair = pairs[kind] = (end_a, end_b, _split_end(end_a, end_b), len(pairs))
-        end_a, end_b, split, pid = pair
-        if split >= 0:
-            dev, port = (a, lk.a_port) if split == 0 else (b, lk.b_port)
-            groups.setdefault((dev.name, _cage_index(cat, cage_names, dev.model, lk.speed_gbps, port)), []).append(i)
-        runs.append((lk, *run, end_a, end_b, pid))
-    cage_choice = _per_cage(cat, runs, groups)
-    # what follows a cabled link's slot, by its kind, run and optics: one tuple for many links
+            ends_of = kinds[kind] = (end_a, end_b, _split_end(end_a, end_b), len(kinds))
+        end_a, end_b, split_end, number = ends_of
+        if split_end >= 0:
+            dev = by_name[lk.a_device] if split_end == 0 else by_name[lk.b_device]
+            cage = _cage_index(cat, cage_names, dev.model, lk.speed_gbps, lk.b_port if split_end else lk.a_port)
+            groups.setdefault((dev.name, cage), []).append(i)
+            split[i] = (run[0], run[1], end_a, end_b, number)
+            keys.append(None)
+            continue
+        key = (number, run[2])
+        if key not in todo:
+            todo[key] = (end_a, end_b, run[0], run[1], False)
+        keys.append(key)
+    cage_choice = _per_cage(cat, links, split, groups)
+    for i, (length, length_class, end_a, end_b, number) in split.items():
+        length, length_class, optical_only = cage_choice.get(i, (length, length_class, False))
+        key = keys[i] = (number, length, length_class, optical_only)
+        todo.setdefault(key, (end_a, end_b, length, length_class, optical_only))
+    # parts() in link order, as each key first comes: a refusal names the link it always named
     tails: dict[tuple, tuple] = {}
     out = []
-    for i, (lk, length, length_class, end_a, end_b, pid) in enumerate(runs):
-        optical_only = False
-        if i in cage_choice:
-            length, length_class, optical_only = cage_choice[i]
-        key = (pid, length, length_class, optical_only)
+    for lk, key in zip(links, keys, strict=True):
         tail = tails.get(key)
         if tail is None:
+            end_a, end_b, length, length_class, optical_only = todo[key]
             c = parts(cat, lk, end_a, end_b, length, optical_only)
             tail = tails[key] = (length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
                                  end_b.ports_per_module, c.count, c.shared)
         out.append(Link(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.fabric, lk.tier, lk.speed_gbps, lk.slot,
                         *tail))
     return out
+
+
+def _run(spec: PodSpec, a: Device, b: Device, pos: dict[str, tuple[int, int]]) -> tuple[float, str]:
+    """A run's length and length class."""
+    if a.rack == b.rack:
+        length_class = "in_rack"
+    elif pos[a.rack][0] == pos[b.rack][0]:
+        length_class = "same_row"
+    else:
+        length_class = "cross_row"
+    return run_length(spec, a, b, pos), length_class
