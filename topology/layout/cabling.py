@@ -4,6 +4,7 @@ each end and a fiber between them). Catalog facts (`media`, `optics`) carry thei
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from math import ceil
 
@@ -214,14 +215,11 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float, optical
     return Choice(media, assembly, assembly, assembly, 1, split.ports_per_module)
 
 
-def _cage_index(cat: Catalog, memo: dict, model: str, speed: int, port: str) -> int:
-    """The cage a switch port sits in (its name at `speed` back to the cage it was made from)."""
-    names = memo.get((model, speed))
-    if names is None:
-        sw = cat.switches[model]
-        per_cage = sw.lanes.get(speed, 1)
-        names = memo[(model, speed)] = {sw.port(i, speed): i // per_cage for i in range(sw.radix(speed))}
-    return names.get(port, -1)
+def _cage_names(cat: Catalog, model: str, speed: int) -> dict[str, int]:
+    """Each switch port's cage (its name at `speed` back to the cage it was made from)."""
+    sw = cat.switches[model]
+    per_cage = sw.lanes.get(speed, 1)
+    return {sw.port(i, speed): i // per_cage for i in range(sw.radix(speed))}
 
 
 def _split_end(end_a: End, end_b: End) -> int:
@@ -233,34 +231,33 @@ def _split_end(end_a: End, end_b: End) -> int:
     return split[0] if len(split) == 1 else -1
 
 
-def _per_cage(cat: Catalog, links: list[Link], split: dict[int, tuple],
-              groups: dict[tuple, list[int]]) -> dict[int, tuple[float, str, bool]]:
-    """One choice per split cage (`groups`: a cage's link indexes; `split`: each such link's
-    length, length class, ends and kind): a splitter cable is one part of one length, so the cage's
-    links share the media and the longest run (length and class); links whose far ends differ (a
-    node and a UFM on one twin-port cage) or that no direct cable reaches take optics, each its own
-    fibre. Returns link index -> (length, length class, optical only)."""
-    out: dict[int, tuple[float, str, bool]] = {}
+def _per_cage(cat: Catalog, links: list[Link], groups: dict[tuple, list[tuple]],
+              kinds: list[tuple]) -> Iterator[tuple[int, int, tuple[float, str], bool]]:
+    """One choice per split cage (`groups`: each cage's links as (index, run, kind number)): a
+    splitter cable is one part of one length, so the cage's links share the media and the longest
+    run (length and class); links whose far ends differ (a node and a UFM on one twin-port cage)
+    or that no direct cable reaches take optics, each its own fibre. Yields each link's index,
+    kind number, run and whether it takes optics only."""
     media: dict[tuple, str] = {}  # keyed by the kind of link (its ends and speed) and length
     for members in groups.values():
         if len(members) < 2:
+            i, run, number = members[0]
+            yield i, number, run, False
             continue
-        # far ends by value, not by kind of link: a UFM's and a storage server's ends are alike
-        one_of_kind: dict[int, int] = {}
-        for i in members:
-            one_of_kind.setdefault(split[i][4], i)
-        far = {(split[i][2], split[i][3], links[i].speed_gbps) for i in one_of_kind.values()}
-        longest = max(members, key=lambda i: split[i][0])
-        length, length_class, end_a, end_b, kind = split[longest]
+        i, longest, number = max(members, key=_run_length)
         direct = False
-        if len(far) == 1:
-            key = (kind, length)
+        # far ends by value, not by kind of link: a UFM's and a storage server's ends are alike
+        if len({kinds[m[2]][3] for m in members}) == 1:
+            key = (number, longest)
             if key not in media:
-                media[key] = choose_media(cat, links[longest], end_a, end_b, length)
+                media[key] = choose_media(cat, links[i], kinds[number][0], kinds[number][1], longest[0])
             direct = media[key] not in OPTICAL
-        for i in members:
-            out[i] = (length, length_class, False) if direct else (split[i][0], split[i][1], True)
-    return out
+        for i, run, number in members:
+            yield (i, number, longest, False) if direct else (i, number, run, True)
+
+
+def _run_length(member: tuple) -> float:
+    return member[1][0]
 
 
 # _with_cables builds each cabled Link positionally (dataclasses.replace was a tenth of a 100k-GPU
@@ -320,62 +317,63 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
     place = {d.name: (d.rack, d.rack_unit or 1, model_role.setdefault((d.model, d.role), len(model_role)))
              for d in devices}
     ends: dict[tuple, End] = {}
-    kinds: dict[tuple, tuple[End, End, int, int]] = {}  # -> its ends, its split end (_split_end), its number
-    run_of: dict[tuple, tuple[float, str, int]] = {}  # -> length, length class, the number of that pair
-    lengths: dict[tuple[float, str], int] = {}  # a run's (length, length class) -> its number
-    cage_names: dict = {}
-    groups: dict[tuple, list[int]] = {}  # a split switch cage -> its links' indexes
-    split: dict[int, tuple] = {}  # a link on one: its length, class, ends and kind number, for _per_cage
-    todo: dict[tuple, tuple] = {}  # what parts() takes, by the key of what follows a cabled link's slot
-    keys: list[tuple | None] = []  # each link's key (a split cage's: once the cage is settled)
+    far: dict[tuple, int] = {}  # a kind's (ends, speed) by value -> its number
+    kind_of: dict[tuple, tuple] = {}  # -> number, split end (_split_end), its port -> cage names
+    kinds: list[tuple] = []  # by number: its ends, speed, far number
+    run_of: dict[tuple, tuple[float, str]] = {}  # -> length, length class
+    runs: dict[tuple, tuple[float, str]] = {}  # one tuple per (length, class), whatever the racks
+    groups: dict[tuple, list[tuple]] = {}  # a split switch cage -> its links' (index, run, kind number)
+    keys: list[tuple | None] = []  # each link's (kind number, run, optics only) (a split cage's: once settled)
     for i, lk in enumerate(links):
         rack_a, unit_a, kind_a = place[lk.a_device]
         rack_b, unit_b, kind_b = place[lk.b_device]
         key = (None, abs(unit_a - unit_b)) if rack_a == rack_b else (rack_a, rack_b)
         run = run_of.get(key)
         if run is None:
-            length = _run(spec, by_name[lk.a_device], by_name[lk.b_device], pos)
-            run = run_of[key] = (*length, lengths.setdefault(length, len(lengths)))
+            run = _run(spec, by_name[lk.a_device], by_name[lk.b_device], pos)
+            run = run_of[key] = runs.setdefault(run, run)
         # end_of reads the device's model and role, the link's tier and speed, and which end it is
         kind = (kind_a, kind_b, lk.tier, lk.speed_gbps, lk.b_device == lk.a_device)
-        ends_of = kinds.get(kind)
-        if ends_of is None:
-            a, b = by_name[lk.a_device], by_name[lk.b_device]
-            key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
-            key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
-            end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
-            end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
-            ends_of = kinds[kind] = (end_a, end_b, _split_end(end_a, end_b), len(kinds))
-        end_a, end_b, split_end, number = ends_of
-        if split_end >= 0:
-            dev = by_name[lk.a_device] if split_end == 0 else by_name[lk.b_device]
-            cage = _cage_index(cat, cage_names, dev.model, lk.speed_gbps, lk.b_port if split_end else lk.a_port)
-            groups.setdefault((dev.name, cage), []).append(i)
-            split[i] = (run[0], run[1], end_a, end_b, number)
-            keys.append(None)
+        number_split = kind_of.get(kind)
+        if number_split is None:
+            number_split = kind_of[kind] = _kind(cat, ends, far, kinds, by_name[lk.a_device], by_name[lk.b_device], lk)
+        number, split_end, cage_of = number_split
+        if split_end < 0:
+            keys.append((number, run, False))
             continue
-        key = (number, run[2])
-        if key not in todo:
-            todo[key] = (end_a, end_b, run[0], run[1], False)
-        keys.append(key)
-    cage_choice = _per_cage(cat, links, split, groups)
-    for i, (length, length_class, end_a, end_b, number) in split.items():
-        length, length_class, optical_only = cage_choice.get(i, (length, length_class, False))
-        key = keys[i] = (number, length, length_class, optical_only)
-        todo.setdefault(key, (end_a, end_b, length, length_class, optical_only))
+        dev, port = (lk.b_device, lk.b_port) if split_end else (lk.a_device, lk.a_port)
+        groups.setdefault((dev, cage_of.get(port, -1)), []).append((i, run, number))
+        keys.append(None)
+    for i, number, run, optical_only in _per_cage(cat, links, groups, kinds):
+        keys[i] = (number, run, optical_only)
     # parts() in link order, as each key first comes: a refusal names the link it always named
     tails: dict[tuple, tuple] = {}
     out = []
     for lk, key in zip(links, keys, strict=True):
         tail = tails.get(key)
         if tail is None:
-            end_a, end_b, length, length_class, optical_only = todo[key]
+            number, (length, length_class), optical_only = key
+            end_a, end_b = kinds[number][:2]
             c = parts(cat, lk, end_a, end_b, length, optical_only)
             tail = tails[key] = (length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
                                  end_b.ports_per_module, c.count, c.shared)
         out.append(Link(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.fabric, lk.tier, lk.speed_gbps, lk.slot,
                         *tail))
     return out
+
+
+def _kind(cat: Catalog, ends: dict[tuple, End], far: dict[tuple, int], kinds: list[tuple], a: Device, b: Device,
+          lk: Link) -> tuple[int, int, dict[str, int]]:
+    """A new kind of link: its ends (one object per kind of end), its number, which end is a split
+    switch cage and that cage's port -> cage names, and the number of its (ends, speed) by value."""
+    key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
+    key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
+    end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
+    end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
+    split_end = _split_end(end_a, end_b)
+    cage_of = _cage_names(cat, (a, b)[split_end].model, lk.speed_gbps) if split_end >= 0 else {}
+    kinds.append((end_a, end_b, lk.speed_gbps, far.setdefault((end_a, end_b, lk.speed_gbps), len(far))))
+    return len(kinds) - 1, split_end, cage_of
 
 
 def _run(spec: PodSpec, a: Device, b: Device, pos: dict[str, tuple[int, int]]) -> tuple[float, str]:
