@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import netaddr
@@ -11,6 +12,8 @@ from netaddr.strategy.ipv4 import int_to_str
 from tests.conftest import spec_with
 from topology.layout import ipv4
 from topology.layout.ipam import Pool
+from topology.layout.model import Device
+from topology.layout.racks import PLACED_FIELDS
 
 
 def test_p2p_texts_are_netaddrs_for_both_ends():
@@ -39,3 +42,8 @@ def test_pool_p2p_gateway_and_host_are_the_subnets_own():
         assert pool.gateway(index) == str(net[1])
         for offset in (1, 2, 61):
             assert pool.host(index, offset) == (f"{net[offset]}/26", str(net))
+
+
+def test_placed_devices_are_built_in_devices_field_order():
+    """racks._Floor builds each placed Device positionally: a new or moved field must fail here."""
+    assert tuple(f.name for f in dataclasses.fields(Device)) == PLACED_FIELDS
