@@ -521,6 +521,7 @@ def storage_fabric(
     for i, s in enumerate(spine_names):
         dev(s, "storage_spine", sf.switch_model, sw.power_kw, sw.rack_units, i)
     lps = up // spines
+    netdevs = [nic.netdev(sw.kind) for nic in node.storage_nics]
 
     def leaf_name(su: int, i: int) -> str:  # one leaf per SU keeps the seed's name
         return names.storage_leaf(su) + (f"-{chr(ord('a') + i)}" if per_su > 1 else "")
@@ -531,28 +532,20 @@ def storage_fabric(
                 (su - 1) * per_su + i, su)
         # with node_ports: inband_bond the nodes' storage rides bond0 (storage_converged.py)
         slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0) if sf.node_ports == "dedicated" else 0
+        leaves = [leaf_name(su, i) for i in range(per_su)]  # names once per SU and node, not per cable
         for n in range(1, slots + 1):
             i, on_leaf = divmod(n - 1, leaf_nodes)
-            for p, nic in enumerate(node.storage_nics):
-                links.append(
-                    Link(
-                        names.node(su, n),
-                        nic.netdev(sw.kind),
-                        leaf_name(su, i),
-                        sw.port(on_leaf * ppn + p, speed),
-                        "storage",
-                        "node-storage_leaf",
-                        speed,
-                        slot=((su - 1) * spec.nodes_per_su + n - 1) * ppn + p,
-                    )
-                )
+            node_name, first = names.node(su, n), ((su - 1) * spec.nodes_per_su + n - 1) * ppn
+            for p, netdev in enumerate(netdevs):
+                links.append(Link(node_name, netdev, leaves[i], port(on_leaf * ppn + p, speed), "storage",
+                                  "node-storage_leaf", speed, first + p))
         for i in range(per_su):
             ordinal = (su - 1) * per_su + i
             for j in range(up):
                 s, spine_port = to_spine(j, lps, ordinal * lps, ordinal)
                 links.append(
                     Link(
-                        leaf_name(su, i),
+                        leaves[i],
                         port(down_cap + j, trunk),
                         spine_names[s],
                         port(spine_port, trunk),
