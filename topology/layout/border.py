@@ -26,6 +26,7 @@ from math import ceil
 from topology.catalog import Catalog
 from topology.catalog.ports import cages_used
 from topology.errors import SpecError
+from topology.layout.cabled_ports import ports_used
 from topology.layout.cabling import end_of, parts, run_length, stock_length
 from topology.layout.inband import size_inband
 from topology.layout.ipam import Pool
@@ -49,17 +50,6 @@ def reserved_core_cages(spec: PodSpec, cat: Catalog) -> int:
     else:
         ends = sz.blocks_max * sz.spine_links_per_core
     return ceil(ends / core_sw.lanes[sz.up_speed])
-
-
-def ports_used(links: list[Link], devices: set[str]) -> dict[str, set[str]]:
-    """The cabled ports of `devices` (a few switches: not a set per device of the pod)."""
-    used: dict[str, set[str]] = {d: set() for d in devices}
-    for lk in links:
-        if lk.a_device in used:
-            used[lk.a_device].add(lk.a_port)
-        if lk.b_device in used:
-            used[lk.b_device].add(lk.b_port)
-    return used
 
 
 def border_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[Link]) -> list[Link]:

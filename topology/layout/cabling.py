@@ -4,6 +4,7 @@ each end and a fiber between them). Catalog facts (`media`, `optics`) carry thei
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 from math import ceil
 
@@ -214,56 +215,49 @@ def parts(cat: Catalog, lk: Link, end_a: End, end_b: End, length: float, optical
     return Choice(media, assembly, assembly, assembly, 1, split.ports_per_module)
 
 
-def _cage_index(cat: Catalog, memo: dict, model: str, speed: int, port: str) -> int:
-    """The cage a switch port sits in (its name at `speed` back to the cage it was made from)."""
-    names = memo.get((model, speed))
-    if names is None:
-        sw = cat.switches[model]
-        per_cage = sw.lanes.get(speed, 1)
-        names = memo[(model, speed)] = {sw.port(i, speed): i // per_cage for i in range(sw.radix(speed))}
-    return names.get(port, -1)
+def _cage_names(cat: Catalog, model: str, speed: int) -> dict[str, int]:
+    """Each switch port's cage (its name at `speed` back to the cage it was made from)."""
+    sw = cat.switches[model]
+    per_cage = sw.lanes.get(speed, 1)
+    return {sw.port(i, speed): i // per_cage for i in range(sw.radix(speed))}
 
 
-def _cage_groups(cat: Catalog, runs: list[tuple]) -> dict[tuple, list[int]]:
-    """Links that share a switch cage's module or splitter with a direct cable in mind: one end a
-    split switch cage (split switch cages at both ends always take optics). The far end may be a
-    host's twin-port cage: it takes optics, and so do the other links of that switch cage."""
-    memo: dict = {}
-    groups: dict[tuple, list[int]] = {}
-    for i, (lk, a, b, _, _, end_a, end_b) in enumerate(runs):
-        split = [(dev, port) for dev, port, end in ((a, lk.a_port, end_a), (b, lk.b_port, end_b))
-                 if end.switch and end.ports_per_module > 1]
-        if len(split) != 1:
-            continue
-        dev, port = split[0]
-        cage = _cage_index(cat, memo, dev.model, lk.speed_gbps, port)
-        groups.setdefault((dev.name, cage), []).append(i)
-    return groups
+def _split_end(end_a: End, end_b: End) -> int:
+    """Which end (0: a, 1: b) is the one split switch cage of a link, whose module or splitter it
+    shares with the cage's other links with a direct cable in mind; -1 for none or both (split
+    switch cages at both ends always take optics). The far end may be a host's twin-port cage: it
+    takes optics, and so do the other links of that switch cage."""
+    split = [k for k, end in enumerate((end_a, end_b)) if end.switch and end.ports_per_module > 1]
+    return split[0] if len(split) == 1 else -1
 
 
-def _per_cage(cat: Catalog, runs: list[tuple]) -> dict[int, tuple[float, str, bool]]:
-    """One choice per split cage: a splitter cable is one part of one length, so the cage's links
-    share the media and the longest run (length and class); links whose far ends differ (a node
-    and a UFM on one twin-port cage) or that no direct cable reaches take optics, each its own
-    fibre. Returns link index -> (length, length class, optical only)."""
-    out: dict[int, tuple[float, str, bool]] = {}
-    media: dict[tuple, str] = {}  # ends are memoized (one object each): keyed by identity
-    for members in _cage_groups(cat, runs).values():
+def _per_cage(cat: Catalog, links: list[Link], groups: dict[tuple, list[tuple]],
+              kinds: list[tuple]) -> Iterator[tuple[int, int, tuple[float, str], bool]]:
+    """One choice per split cage (`groups`: each cage's links as (index, run, kind number)): a
+    splitter cable is one part of one length, so the cage's links share the media and the longest
+    run (length and class); links whose far ends differ (a node and a UFM on one twin-port cage)
+    or that no direct cable reaches take optics, each its own fibre. Yields each link's index,
+    kind number, run and whether it takes optics only."""
+    media: dict[tuple, str] = {}  # keyed by the kind of link (its ends and speed) and length
+    for members in groups.values():
         if len(members) < 2:
+            i, run, number = members[0]
+            yield i, number, run, False
             continue
-        # far ends by value, not identity: a UFM's and a storage server's ends are alike
-        far = {(r[5], r[6], r[0].speed_gbps) for r in (runs[i] for i in members)}
-        longest = max(members, key=lambda i: runs[i][3])
-        lk, _, _, length, length_class, end_a, end_b = runs[longest]
+        i, longest, number = max(members, key=_run_length)
         direct = False
-        if len(far) == 1:
-            key = (id(end_a), id(end_b), length, lk.speed_gbps)
+        # far ends by value, not by kind of link: a UFM's and a storage server's ends are alike
+        if len({kinds[m[2]][3] for m in members}) == 1:
+            key = (number, longest)
             if key not in media:
-                media[key] = choose_media(cat, lk, end_a, end_b, length)
+                media[key] = choose_media(cat, links[i], kinds[number][0], kinds[number][1], longest[0])
             direct = media[key] not in OPTICAL
-        for i in members:
-            out[i] = (length, length_class, False) if direct else (runs[i][3], runs[i][4], True)
-    return out
+        for i, run, number in members:
+            yield (i, number, longest, False) if direct else (i, number, run, True)
+
+
+def _run_length(member: tuple) -> float:
+    return member[1][0]
 
 
 # _with_cables builds each cabled Link positionally (dataclasses.replace was a tenth of a 100k-GPU
@@ -315,43 +309,79 @@ def _with_cables(spec: PodSpec, cat: Catalog, links: list[Link], devices: list[D
                  racks: list[Rack]) -> list[Link]:
     by_name = {d.name: d for d in devices}
     pos = {r.name: (r.row, r.position) for r in racks}
-    # A pod has few kinds of cable end and of run: the lookups are memoized (at 100k GPUs,
-    # working each of ~300k links out afresh was over half the build)
+    # A pod has few kinds of link (its ends' models and roles, tier, speed) and of run (the racks,
+    # or the units apart in one): ends, runs and parts are worked out once per kind and run, and
+    # each link is two lookups (at 100k GPUs, working each of ~300k links out afresh was over
+    # half the build)
+    model_role: dict[tuple[str, str], int] = {}
+    place = {d.name: (d.rack, d.rack_unit or 1, model_role.setdefault((d.model, d.role), len(model_role)))
+             for d in devices}
     ends: dict[tuple, End] = {}
-    chosen: dict[tuple, Choice] = {}
-    runs = []
-    run_of: dict[tuple, tuple[float, str]] = {}  # a run's length and class: by the racks, or units apart in one
-    for lk in links:
-        a, b = by_name[lk.a_device], by_name[lk.b_device]
-        same_rack = a.rack == b.rack
-        key = (None, abs((a.rack_unit or 1) - (b.rack_unit or 1))) if same_rack else (a.rack, b.rack)
+    far: dict[tuple, int] = {}  # a kind's (ends, speed) by value -> its number
+    kind_of: dict[tuple, tuple] = {}  # -> number, split end (_split_end), its port -> cage names
+    kinds: list[tuple] = []  # by number: its ends, speed, far number
+    run_of: dict[tuple, tuple[float, str]] = {}  # -> length, length class
+    runs: dict[tuple, tuple[float, str]] = {}  # one tuple per (length, class), whatever the racks
+    groups: dict[tuple, list[tuple]] = {}  # a split switch cage -> its links' (index, run, kind number)
+    keys: list[tuple | None] = []  # each link's (kind number, run, optics only) (a split cage's: once settled)
+    for i, lk in enumerate(links):
+        rack_a, unit_a, kind_a = place[lk.a_device]
+        rack_b, unit_b, kind_b = place[lk.b_device]
+        key = (None, abs(unit_a - unit_b)) if rack_a == rack_b else (rack_a, rack_b)
         run = run_of.get(key)
         if run is None:
-            if same_rack:
-                length_class = "in_rack"
-            elif pos[a.rack][0] == pos[b.rack][0]:
-                length_class = "same_row"
-            else:
-                length_class = "cross_row"
-            run = run_of[key] = (run_length(spec, a, b, pos), length_class)
-        length, length_class = run
+            run = _run(spec, by_name[lk.a_device], by_name[lk.b_device], pos)
+            run = run_of[key] = runs.setdefault(run, run)
         # end_of reads the device's model and role, the link's tier and speed, and which end it is
-        key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
-        key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
-        end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
-        end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
-        runs.append((lk, a, b, length, length_class, end_a, end_b))
-    cage_choice = _per_cage(cat, runs)
+        kind = (kind_a, kind_b, lk.tier, lk.speed_gbps, lk.b_device == lk.a_device)
+        number_split = kind_of.get(kind)
+        if number_split is None:
+            number_split = kind_of[kind] = _kind(cat, ends, far, kinds, by_name[lk.a_device], by_name[lk.b_device], lk)
+        number, split_end, cage_of = number_split
+        if split_end < 0:
+            keys.append((number, run, False))
+            continue
+        dev, port = (lk.b_device, lk.b_port) if split_end else (lk.a_device, lk.a_port)
+        groups.setdefault((dev, cage_of.get(port, -1)), []).append((i, run, number))
+        keys.append(None)
+    for i, number, run, optical_only in _per_cage(cat, links, groups, kinds):
+        keys[i] = (number, run, optical_only)
+    # parts() in link order, as each key first comes: a refusal names the link it always named
+    tails: dict[tuple, tuple] = {}
     out = []
-    for i, (lk, _, _, length, length_class, end_a, end_b) in enumerate(runs):
-        optical_only = False
-        if i in cage_choice:
-            length, length_class, optical_only = cage_choice[i]
-        key = (id(end_a), id(end_b), length, lk.speed_gbps, optical_only)  # ends are memoized: one object each
-        if key not in chosen:
-            chosen[key] = parts(cat, lk, end_a, end_b, length, optical_only)
-        c = chosen[key]
+    for lk, key in zip(links, keys, strict=True):
+        tail = tails.get(key)
+        if tail is None:
+            number, (length, length_class), optical_only = key
+            end_a, end_b = kinds[number][:2]
+            c = parts(cat, lk, end_a, end_b, length, optical_only)
+            tail = tails[key] = (length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
+                                 end_b.ports_per_module, c.count, c.shared)
         out.append(Link(lk.a_device, lk.a_port, lk.b_device, lk.b_port, lk.fabric, lk.tier, lk.speed_gbps, lk.slot,
-                        length_class, c.media, length, c.a_part, c.b_part, c.cable, end_a.ports_per_module,
-                        end_b.ports_per_module, c.count, c.shared))
+                        *tail))
     return out
+
+
+def _kind(cat: Catalog, ends: dict[tuple, End], far: dict[tuple, int], kinds: list[tuple], a: Device, b: Device,
+          lk: Link) -> tuple[int, int, dict[str, int]]:
+    """A new kind of link: its ends (one object per kind of end), its number, which end is a split
+    switch cage and that cage's port -> cage names, and the number of its (ends, speed) by value."""
+    key_a = (a.model, a.role, lk.tier, lk.speed_gbps, True)
+    key_b = (b.model, b.role, lk.tier, lk.speed_gbps, b.name == lk.a_device)
+    end_a = ends.get(key_a) or ends.setdefault(key_a, end_of(cat, a, lk))
+    end_b = ends.get(key_b) or ends.setdefault(key_b, end_of(cat, b, lk))
+    split_end = _split_end(end_a, end_b)
+    cage_of = _cage_names(cat, (a, b)[split_end].model, lk.speed_gbps) if split_end >= 0 else {}
+    kinds.append((end_a, end_b, lk.speed_gbps, far.setdefault((end_a, end_b, lk.speed_gbps), len(far))))
+    return len(kinds) - 1, split_end, cage_of
+
+
+def _run(spec: PodSpec, a: Device, b: Device, pos: dict[str, tuple[int, int]]) -> tuple[float, str]:
+    """A run's length and length class."""
+    if a.rack == b.rack:
+        length_class = "in_rack"
+    elif pos[a.rack][0] == pos[b.rack][0]:
+        length_class = "same_row"
+    else:
+        length_class = "cross_row"
+    return run_length(spec, a, b, pos), length_class

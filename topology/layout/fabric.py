@@ -224,24 +224,27 @@ def _scalable_units(spec: PodSpec, cat: Catalog, sz: ComputeSizing, names: Names
     nics = [(nic.netdev(cf.kind), nic.gpu) for nic in node.compute_nics]
     devices: list[Device] = []
     links: list[Link] = []
+    speed, rails = sz.speed, sz.rails
     for su in range(1, spec.scalable_units + 1):
         node_slots = sz.slots - (1 if cf.fabric_manager and su == 1 else 0)
-        for n in range(1, node_slots + 1):
+        first_slot = (su - 1) * sz.slots  # the SU's first node slot
+        nodes = [names.node(su, n) for n in range(1, node_slots + 1)]
+        for n, name in enumerate(nodes):
             devices.append(
-                Device(names.node(su, n), "gpu_node", spec.node_model, su=su, power_kw=node.power_kw,
-                       rack_units=node.rack_units, slot=(su - 1) * sz.slots + n - 1)
+                Device(name, "gpu_node", spec.node_model, su=su, power_kw=node.power_kw,
+                       rack_units=node.rack_units, slot=first_slot + n)
             )
-        for rail in range(sz.rails):
+        for rail in range(rails):
             devices.append(
                 Device(names.leaf(su, rail), "leaf", cf.switch_model, su=su, rail=rail, power_kw=sw.power_kw,
-                       rack_units=sw.rack_units, slot=(su - 1) * sz.rails + rail)
+                       rack_units=sw.rack_units, slot=(su - 1) * rails + rail)
             )
-        for n in range(1, node_slots + 1):
+        # each name and port once per SU and node, not once per cable
+        leaf_of = {rail: names.leaf(su, rail) for _, rail in nics}
+        for n, name in enumerate(nodes):
+            port, first = sw.port(n, speed), (first_slot + n) * rails
             for netdev, rail in nics:
-                links.append(
-                    Link(names.node(su, n), netdev, names.leaf(su, rail), sw.port(n - 1, sz.speed), "compute",
-                         "node-leaf", sz.speed, slot=((su - 1) * sz.slots + n - 1) * sz.rails + rail)
-                )
+                links.append(Link(name, netdev, leaf_of[rail], port, "compute", "node-leaf", speed, first + rail))
     return devices, links
 
 
@@ -275,8 +278,11 @@ def _two_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[Devi
     devices += [_switch(spec, names.spine(s), "spine", s) for s in range(sz.spines_per_block)]
     lps = sz.leaf_links_per_spine
     leaves_max = spec.max_su * sz.rails
+    up_ports = [port(sz.down_capacity + j, sz.up_speed) for j in range(sz.up)]  # every leaf's, by uplink
+    spines = [names.spine(s) for s in range(sz.spines_per_block)]
     for g in range(spec.scalable_units * sz.rails):
         su, rail = divmod(g, sz.rails)
+        leaf = names.leaf(su + 1, rail)
         for j in range(sz.up):
             if sz.legs > 1:  # split cages: leg j to spine j mod spines; a spine's legs by link, then leaf
                 link, s = divmod(j, sz.spines_per_block)
@@ -285,8 +291,8 @@ def _two_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[Devi
                 s, link = divmod(j, lps)
                 spine_port = g * lps + link
             links.append(
-                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.up_speed), names.spine(s),
-                     port(spine_port, sz.up_speed), "compute", "leaf-spine", sz.up_speed, slot=g * sz.up + j)
+                Link(leaf, up_ports[j], spines[s], port(spine_port, sz.up_speed), "compute", "leaf-spine",
+                     sz.up_speed, g * sz.up + j)
             )
 
 
@@ -300,23 +306,28 @@ def _three_tier(spec: PodSpec, sz: ComputeSizing, names: Names, devices: list[De
     for b in range(blocks_built):
         devices += [_switch(spec, names.spine(b * sb + j), "spine", b * sb + j, block=b + 1) for j in range(sb)]
     devices += [_switch(spec, names.core(c), "core", c) for c in range(sz.cores)]
+    # names and ports once each, not once per cable: a leaf's uplink j goes to its block's spine j
+    speed, up = sz.up_speed, sz.up
+    up_ports = [port(sz.down_capacity + j, speed) for j in range(up)]
+    block_spines = [[names.spine(b * sb + j) for j in range(up)] for b in range(blocks_built)]
     for g in range(spec.scalable_units * sz.rails):
         su, rail = divmod(g, sz.rails)
         b, p = divmod(g, block_leaves)
-        for j in range(sz.up):
-            links.append(
-                Link(names.leaf(su + 1, rail), port(sz.down_capacity + j, sz.up_speed), names.spine(b * sb + j),
-                     port(p, sz.up_speed), "compute", "leaf-spine", sz.up_speed, slot=g * sz.up + j)
-            )
+        leaf, down, spines, first = names.leaf(su + 1, rail), port(p, speed), block_spines[b], g * up
+        for j in range(up):
+            links.append(Link(leaf, up_ports[j], spines[j], down, "compute", "leaf-spine", speed, first + j))
     lpc = sz.spine_links_per_core
+    # a spine's uplink k: to core k // lpc of its group (spine j's group: the j-th), on that core's
+    # ports for the spine's block
+    spine_ports = [port(sz.spine_down + k, speed) for k in range(sz.spine_up)]
+    group_cores = [[names.core(j * sz.cores_per_group + k // lpc) for k in range(sz.spine_up)] for j in range(sb)]
     for b in range(blocks_built):
+        core_ports = [port(b * lpc + k % lpc, speed) for k in range(sz.spine_up)]
         for j in range(sb):
+            spine, cores, first = names.spine(b * sb + j), group_cores[j], (b * sb + j) * sz.spine_up
             for k in range(sz.spine_up):
-                g2, link = divmod(k, lpc)
                 links.append(
-                    Link(names.spine(b * sb + j), port(sz.spine_down + k, sz.up_speed),
-                         names.core(j * sz.cores_per_group + g2), port(b * lpc + link, sz.up_speed), "compute",
-                         "spine-core", sz.up_speed, slot=(b * sb + j) * sz.spine_up + k)
+                    Link(spine, spine_ports[k], cores[k], core_ports[k], "compute", "spine-core", speed, first + k)
                 )
 
 
@@ -510,6 +521,7 @@ def storage_fabric(
     for i, s in enumerate(spine_names):
         dev(s, "storage_spine", sf.switch_model, sw.power_kw, sw.rack_units, i)
     lps = up // spines
+    netdevs = [nic.netdev(sw.kind) for nic in node.storage_nics]
 
     def leaf_name(su: int, i: int) -> str:  # one leaf per SU keeps the seed's name
         return names.storage_leaf(su) + (f"-{chr(ord('a') + i)}" if per_su > 1 else "")
@@ -520,28 +532,20 @@ def storage_fabric(
                 (su - 1) * per_su + i, su)
         # with node_ports: inband_bond the nodes' storage rides bond0 (storage_converged.py)
         slots = spec.nodes_per_su - (1 if ufm_slot and su == 1 else 0) if sf.node_ports == "dedicated" else 0
+        leaves = [leaf_name(su, i) for i in range(per_su)]  # names once per SU and node, not per cable
         for n in range(1, slots + 1):
             i, on_leaf = divmod(n - 1, leaf_nodes)
-            for p, nic in enumerate(node.storage_nics):
-                links.append(
-                    Link(
-                        names.node(su, n),
-                        nic.netdev(sw.kind),
-                        leaf_name(su, i),
-                        sw.port(on_leaf * ppn + p, speed),
-                        "storage",
-                        "node-storage_leaf",
-                        speed,
-                        slot=((su - 1) * spec.nodes_per_su + n - 1) * ppn + p,
-                    )
-                )
+            node_name, first = names.node(su, n), ((su - 1) * spec.nodes_per_su + n - 1) * ppn
+            for p, netdev in enumerate(netdevs):
+                links.append(Link(node_name, netdev, leaves[i], port(on_leaf * ppn + p, speed), "storage",
+                                  "node-storage_leaf", speed, first + p))
         for i in range(per_su):
             ordinal = (su - 1) * per_su + i
             for j in range(up):
                 s, spine_port = to_spine(j, lps, ordinal * lps, ordinal)
                 links.append(
                     Link(
-                        leaf_name(su, i),
+                        leaves[i],
                         port(down_cap + j, trunk),
                         spine_names[s],
                         port(spine_port, trunk),

@@ -265,10 +265,10 @@ def inband_fabric(
                 sw_name = names.inband(su, pair * sz.sides + side)
                 devices.append(Device(sw_name, "inband_switch", ib.switch_model, su=su, power_kw=sw.power_kw,
                                       rack_units=sw.rack_units, slot=g))
+                netdev = node.inband_nics[side].netdev("ethernet")  # once per switch, not per node
                 for n in range(pair * sz.nodes_per_pair + 1, min(slots, (pair + 1) * sz.nodes_per_pair) + 1):
-                    links.append(Link(names.node(su, n), node.inband_nics[side].netdev("ethernet"), sw_name,
-                                      port((n - 1) % sz.nodes_per_pair, sz.speed), "inband", "node-inband",
-                                      sz.speed, slot=(su - 1) * spec.nodes_per_su + n - 1))
+                    links.append(Link(names.node(su, n), netdev, sw_name, port((n - 1) % sz.nodes_per_pair, sz.speed),
+                                      "inband", "node-inband", sz.speed, (su - 1) * spec.nodes_per_su + n - 1))
                 uplinks(sw_name, g)
             if sz.peer_links:
                 pair_peer_links(names.inband(su, pair * sz.sides), names.inband(su, pair * sz.sides + 1), ordinal)

@@ -21,7 +21,8 @@ from math import ceil
 from topology.catalog import Catalog
 from topology.catalog.ports import cages_used
 from topology.errors import SpecError
-from topology.layout.border import ports_used, reserved_core_cages
+from topology.layout.border import reserved_core_cages
+from topology.layout.cabled_ports import ports_used
 from topology.layout.inband import SIDES, size_inband, svc_name
 from topology.layout.model import Device, Link
 from topology.spec import PodSpec

@@ -19,7 +19,7 @@ from topology.errors import SpecError
 from topology.layout.fabric import ComputeSizing, storage_leaves_per_su
 from topology.layout.inband import pairs_for, size_inband
 from topology.layout.inband_routing import inband_asns, uplink_regions
-from topology.layout.ipv4 import int_to_str
+from topology.layout.ipv4 import int_to_str, p2p_texts
 from topology.layout.model import Address, Asn, Device, Link, Rack
 from topology.layout.oob_routing import oob_asns
 from topology.layout.racks import agg_access_ports
@@ -52,14 +52,32 @@ class Pool:
                 f"(max_scalable_units={spec.max_su}) needs {needed}",
             )
         self.first = int(self.net.first)
+        # index -> (first address, network text, gateway .1 text): a subnet's hosts share them
+        self._subnets: dict[int, tuple[int, str, str]] = {}
 
     def subnet(self, index: int) -> tuple[int, str]:
         base = self.first + index * self.size
         return base, f"{int_to_str(base)}/{self.prefix_len}"
 
+    def _shared(self, index: int) -> tuple[int, str, str]:
+        shared = self._subnets.get(index)
+        if shared is None:
+            base, network = self.subnet(index)
+            shared = self._subnets[index] = (base, network, int_to_str(base + 1))
+        return shared
+
     def host(self, index: int, offset: int) -> tuple[str, str]:
-        base, network = self.subnet(index)
+        base, network, _ = self._shared(index)
         return f"{int_to_str(base + offset)}/{self.prefix_len}", network
+
+    def gateway(self, index: int) -> str:
+        """Subnet `index`'s first host address (.1), where its gateway is."""
+        return self._shared(index)[2]
+
+    def p2p(self, index: int) -> tuple[str, str]:
+        """A /31 pool's subnet `index`: its lower and upper addresses' texts (the network is the
+        lower's, with /31): each /31 is one link's, so none is kept."""
+        return p2p_texts(self.first + index * self.size)
 
 
 def prefix_for(hosts: int) -> int:
@@ -109,9 +127,10 @@ def plan(
         pool = Pool(spec, "rails", 31, spec.max_su * sz.rails * block)
         for lk in by_tier.get("node-leaf", ()):
             node_in_su = (lk.slot // sz.rails) % spec.nodes_per_su
-            base, net = pool.subnet(leaf_slot[lk.b_device] * block + node_in_su)
-            add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "rails", int_to_str(base + 1)))
-            add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "rails", int_to_str(base)))
+            lower, upper = pool.p2p(leaf_slot[lk.b_device] * block + node_in_su)
+            net = lower + "/31"
+            add(Address(lk.b_device, lk.b_port, net, net, "rails", upper))
+            add(Address(lk.a_device, lk.a_port, upper + "/31", net, "rails", lower))
         if spec.addressing.rail_pods is not None:
             out += rail_pod_prefixes(spec, sz, by_tier.get("node-leaf", ()), out)
     elif routed or spec.addressing.ipoib:
@@ -151,10 +170,11 @@ def plan(
     offset = 0
     for tier, count in regions:
         for lk in by_tier.get(tier, ()):
-            base, net = pool.subnet(offset + lk.slot)
+            lower, upper = pool.p2p(offset + lk.slot)
+            net = lower + "/31"
             # the upper tier (b end) is the parent: .0; the lower tier is .1
-            add(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "fabric_p2p", int_to_str(base + 1)))
-            add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "fabric_p2p", int_to_str(base)))
+            add(Address(lk.b_device, lk.b_port, net, net, "fabric_p2p", upper))
+            add(Address(lk.a_device, lk.a_port, upper + "/31", net, "fabric_p2p", lower))
         offset += count
 
     # Loopbacks (/32) of routed switches, by role region.
@@ -196,15 +216,15 @@ def plan(
             su0, n0 = divmod(d.slot, spec.nodes_per_su)
             pair, n0 = divmod(n0, per_pair)
             address, net = pool.host(su0 * pairs + pair, n0 + 2)
-            gw = int_to_str(pool.subnet(su0 * pairs + pair)[0] + 1)
+            gw = pool.gateway(su0 * pairs + pair)
             add(Address(d.name, "bond0", address, net, "inband", gw))
         elif d.role == "mgmt_node":
             address, net = pool.host(services, d.slot + 2)
-            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services)[0] + 1)))
+            add(Address(d.name, "bond0", address, net, "inband", pool.gateway(services)))
         elif d.name in service_slot:
             k, i = divmod(service_slot[d.name], per_app)
             address, net = pool.host(services + 1 + k, i + 2)
-            add(Address(d.name, "bond0", address, net, "inband", int_to_str(pool.subnet(services + 1 + k)[0] + 1)))
+            add(Address(d.name, "bond0", address, net, "inband", pool.gateway(services + 1 + k)))
         elif d.role == "inband_switch":
             pair, side = divmod(d.slot, 2)
             out.extend(_vrr_gateway(pool, pair, d.name, side, INBAND_VLAN, "inband"))
@@ -236,14 +256,14 @@ def plan(
             i, rest = divmod(rest, leaf_nodes * ppn)
             index = su0 * per_su + i
             address, net = pool.host(index, rest + 2)
-            add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(index)[0] + 1)))
+            add(Address(lk.a_device, lk.a_port, address, net, "storage", pool.gateway(index)))
             gateway_of[lk.b_device] = index
         for k, leaf in enumerate(sorted(server_links)):
             index = spec.max_su * per_su + k
             gateway_of[leaf] = index
             for host, lk in enumerate(sorted(server_links[leaf], key=lambda x: x.slot)):
                 address, net = pool.host(index, host + 2)
-                add(Address(lk.a_device, lk.a_port, address, net, "storage", int_to_str(pool.subnet(index)[0] + 1)))
+                add(Address(lk.a_device, lk.a_port, address, net, "storage", pool.gateway(index)))
         for leaf, index in sorted(gateway_of.items()):
             address, net = pool.host(index, 1)
             add(Address(leaf, f"vlan{STORAGE_VLAN}", address, net, "storage"))
@@ -377,7 +397,7 @@ def _oob(
     out = []
     for r in racks:
         index = r.ordinal
-        gw = int_to_str(pool.subnet(index)[0] + 1)
+        gw = pool.gateway(index)
         host = 2
         for sw in switches_in[r.name]:
             address, net = pool.host(index, host)
@@ -397,9 +417,10 @@ def _oob(
     p2p = Pool(spec, "oob", 31, first + aggs * agg_ports + aggs * spec.management.oob.aggregation_uplinks)
     for lk in links:
         if lk.tier in regions:
-            base, net = p2p.subnet(first + regions[lk.tier] + lk.slot)
-            out.append(Address(lk.b_device, lk.b_port, f"{int_to_str(base)}/31", net, "oob", int_to_str(base + 1)))
-            out.append(Address(lk.a_device, lk.a_port, f"{int_to_str(base + 1)}/31", net, "oob", int_to_str(base)))
+            lower, upper = p2p.p2p(first + regions[lk.tier] + lk.slot)
+            net = lower + "/31"
+            out.append(Address(lk.b_device, lk.b_port, net, net, "oob", upper))
+            out.append(Address(lk.a_device, lk.a_port, upper + "/31", net, "oob", lower))
     return out
 
 

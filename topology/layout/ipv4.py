@@ -22,6 +22,19 @@ def int_to_str(value: int) -> str:
     return head + _OCTET[value & 255]
 
 
+def p2p_texts(lower: int) -> tuple[str, str]:
+    """Both addresses of the /31 whose lower address is `lower` (even, so both share its /24's
+    head): a point-to-point link's two ends and peers from one head lookup instead of four."""
+    if lower & 1:
+        raise ValueError(f"{lower!r} is no /31's lower address")
+    net = lower >> 8
+    head = _NETS.get(net)
+    if head is None:
+        head = _head(net, lower)
+    last = lower & 255
+    return head + _OCTET[last], head + _OCTET[last + 1]
+
+
 def _head(net: int, value: int) -> str:
     try:
         head = socket.inet_ntoa((net << 8).to_bytes(4, "big"))[:-1]  # "a.b.c.0" -> "a.b.c."

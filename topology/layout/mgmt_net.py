@@ -16,6 +16,7 @@ from math import ceil
 from topology.catalog import Catalog
 from topology.catalog.ports import cages_used
 from topology.errors import SpecError
+from topology.layout.cabled_ports import ports_used
 from topology.layout.inband import SIDES, size_inband
 from topology.layout.model import Device, Link
 from topology.spec import PodSpec
@@ -35,10 +36,9 @@ def oob_uplinks(spec: PodSpec, cat: Catalog, devices: list[Device], links: list[
     if speed not in agg_sw.lanes:
         raise SpecError("management.oob.aggregation_model",
                         f"OOB fabric: {oob.aggregation_model} has no {speed}G ports for its in-band uplinks")
-    used: dict[str, set[str]] = {}
-    for lk in links:
-        used.setdefault(lk.a_device, set()).add(lk.a_port)
-        used.setdefault(lk.b_device, set()).add(lk.b_port)
+    # the cabled ports of the switches the uplinks land on (not of every device: 600k ends at 100k GPUs)
+    lands = [d.name for d in devices if d.role == "inband_core" or d.role == "inband_switch" and d.su is None]
+    used = ports_used(links, set(lands))
     out: list[Link] = []
     if sz.tiers == 2:
         core_sw = cat.switches[core_key]

@@ -7,8 +7,10 @@ pod moves nothing. Nodes per rack follow the rack power budget and the node's dr
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
+from functools import cached_property
 from math import ceil, floor
+from operator import attrgetter
 
 from topology.catalog import Catalog
 from topology.errors import SpecError
@@ -17,6 +19,7 @@ from topology.layout.names import Names
 from topology.spec import PodSpec
 
 SU_NETWORK_ROLES = ("leaf", "storage_leaf", "inband_switch", "ufm")
+PLACED_FIELDS = ("name", "role", "model", "su", "rack", "rail", "block", "power_kw", "rack_units", "slot", "rack_unit")
 INFRA_ROLES = ("spine", "core", "storage_spine", "storage_leaf", "storage_server", "inband_spine", "inband_core",
                "inband_switch", "mgmt_node")  # pod-wide in-band switches: the services pair
 
@@ -185,7 +188,7 @@ class Placement:
     def rows_max(self, extra_racks: int = 0) -> int:
         return self.first_infra_row + ceil((len(self.infra_bins) + extra_racks) / self.spec.racks.racks_per_row)
 
-    @property
+    @cached_property  # read for every rack's ordinal
     def row_width(self) -> int:
         """Rack positions in a row: the racks plus room for in-row CDUs at its end."""
         r = self.spec.racks
@@ -241,8 +244,15 @@ class _Floor:
     def __init__(self, spec: PodSpec, cat: Catalog, pl: Placement, devices: list[Device]):
         self.spec, self.cat, self.pl = spec, cat, pl
         self.node = cat.nodes[spec.node_model]
+        rack_names: dict[tuple[int, int], str] = {}  # a rack's name once, not once per device in it
+        for position in pl.rack_of.values():
+            if position not in rack_names:
+                rack_names[position] = Names.rack(*position)
+        # each placed Device built positionally (dataclasses.replace was a quarter of the stage at 100k
+        # GPUs), in this order of Device's fields (tests/test_layout_speed_paths.py holds them to it)
         self.placed = [
-            replace(d, rack=Names.rack(*pl.rack_of[d.name]), rack_unit=pl.unit_of[d.name]) for d in devices
+            Device(d.name, d.role, d.model, d.su, rack_names[pl.rack_of[d.name]], d.rail, d.block, d.power_kw,
+                   d.rack_units, d.slot, pl.unit_of[d.name]) for d in devices
         ]
         self.racks: dict[str, list[Device]] = {}
         for d in self.placed:
@@ -369,8 +379,12 @@ class _Floor:
         agg_radix = agg_access_ports(self.spec, cat)
         links: list[Link] = []
         oob_devices: list[Device] = []
+        speed = oob_sw.cage_speed_gbps
+        access_ports = [oob_sw.port(p, speed) for p in range(access)]  # every OOB switch's, once
+        uplink_ports = [oob_sw.uplink_port(j) for j in range(oob.uplinks_per_switch)]
+        mgmt_port: dict[tuple[str, str], str] = {}  # a device's management port, by its role and model
         for name in sorted(self.racks):
-            managed = sorted(self.racks[name], key=lambda d: d.name)
+            managed = sorted(self.racks[name], key=attrgetter("name"))
             count = ceil(len(managed) / access)
             top = _top_of_equipment(self.racks[name])
             for i in range(count):
@@ -387,15 +401,15 @@ class _Floor:
                            power_kw=oob_sw.power_kw, rack_units=oob_sw.rack_units, rack_unit=unit)
                 )
                 for p, d in enumerate(managed[i * access : (i + 1) * access]):
-                    links.append(
-                        Link(d.name, oob_port_of(cat, d), sw_name, oob_sw.port(p, oob_sw.cage_speed_gbps), "oob",
-                             "device-oob", oob_sw.cage_speed_gbps)
-                    )
+                    port = mgmt_port.get((d.role, d.model))
+                    if port is None:
+                        port = mgmt_port[(d.role, d.model)] = oob_port_of(cat, d)
+                    links.append(Link(d.name, port, sw_name, access_ports[p], "oob", "device-oob", speed))
                 ordinal = pl.rack_index(*self.position[name]) * slots + i
                 group, agg_port = divmod(ordinal, agg_radix)
                 for j in range(oob.uplinks_per_switch):
                     links.append(
-                        Link(sw_name, oob_sw.uplink_port(j), agg_slots[group * oob.uplinks_per_switch + j].name,
+                        Link(sw_name, uplink_ports[j], agg_slots[group * oob.uplinks_per_switch + j].name,
                              agg_model.port(agg_port, agg_speed), "oob", "oob-agg", agg_speed,
                              slot=ordinal * oob.uplinks_per_switch + j)
                     )
@@ -410,7 +424,8 @@ class _Floor:
         planned = round(sum(d.power_kw for d in members), 3)
         if planned > budget + 1e-9:
             raise SpecError("racks.power_budget_kw", f"{name} plans {planned:.1f} kW, over its {budget} kW budget")
-        feed_loss_kw = round(sum(node.kw_on_one_feed() if d.role == "gpu_node" else d.power_kw for d in members), 3)
+        node_on_one_feed = node.kw_on_one_feed()
+        feed_loss_kw = round(sum(node_on_one_feed if d.role == "gpu_node" else d.power_kw for d in members), 3)
         if feed_loss_kw > pl.feed_kw + 1e-9:
             raise SpecError(
                 "racks.pdus_per_feed",
@@ -418,7 +433,7 @@ class _Floor:
                 f"{r.pdus_per_feed} x {r.pdu_model} carries {pl.feed_kw:.1f} kW continuously (80% rating); "
                 f"add PDUs per feed or lower racks.power_budget_kw",
             )
-        capped = sum(1 for d in members if d.role == "gpu_node" and node.kw_on_one_feed() < node.power_kw)
+        capped = sum(1 for d in members if d.role == "gpu_node") if node_on_one_feed < node.power_kw else 0
         on_feed_loss = (
             f"{capped} nodes power-capped: {node.psus // 2} of {node.psus} PSUs left, {node.psus_required} needed"
             if capped
