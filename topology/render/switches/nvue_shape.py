@@ -30,6 +30,7 @@ _NAME_FIRST = frozenset(string.ascii_letters + "_")
 _IPV4 = r"[0-9]+(?:\.[0-9]+){3}(?:/[0-9]+)?"
 _ALL_IPV4 = re.compile(rf"{_IPV4}(?:\n{_IPV4})*+").fullmatch
 
+_INT = frozenset({int})  # an ASN, an MLAG id: written as str() writes it (a bool would not be)
 _PORT_SHAPE = operator.attrgetter("name", "speed_gbps", "mtu", "access_vlan", "lossless")
 _PEER = operator.attrgetter("peer")
 _ADDRESS = operator.attrgetter("address")
@@ -82,7 +83,9 @@ def _fields(sw: SwitchIntent) -> tuple[tuple, list[str]] | None:
         if len({s.address, *s.secondaries}) != 1 + len(s.secondaries):
             return None  # one mapping's keys
         svi_addresses += (s.address, *s.secondaries, *((s.vrr,) if s.vrr else ()))
-    pair_values = (pairing.system_mac, *((pairing.backup_ip,) if pairing.backup_ip else ())) if pairing else ()
+    # MAC addresses (a pair's, its VRR gateway's) YAML reads as numbers: quoted, each
+    quoted = [*(s.vrr_mac for s in svis if s.vrr),
+              *((pairing.system_mac, *((pairing.backup_ip,) if pairing.backup_ip else ())) if pairing else ())]
     nums = [*(b.pair_id for b in bonds), *((pairing.priority,) if pairing else ())]
     bgp_key, bgp_addresses, nbr_peers = None, [], []
     if bgp:
@@ -108,16 +111,16 @@ def _fields(sw: SwitchIntent) -> tuple[tuple, list[str]] | None:
     before = [sw.name, *own, *peers, *port_addresses, *svi_addresses, *bond_peers]
     after = [*bgp_addresses, *nbr_peers]
     if (_plain_names([*peers, *bond_peers, *nbr_peers]) and _all_ipv4([*own, *port_addresses, *svi_addresses])
-            and _all_ipv4(bgp_addresses) and all(n.__class__ is int for n in nums)):
-        # every value as it is, checked once for the switch; a pair's MAC (quoted) and backup address each
-        values = [*before, *map(yaml_scalar, pair_values), *after, *map(str, nums)]
+            and _all_ipv4(bgp_addresses) and _INT.issuperset(map(type, nums))):
+        # every value as it is, checked once for the switch; a MAC address (quoted) and a backup address each
+        values = [*before, *map(yaml_scalar, quoted), *after, *map(str, nums)]
     else:  # an ASN "external", an IPv6 address: each value as render_nvue writes it
-        values = [sw.name, *map(yaml_scalar, [*before[1:], *pair_values, *after, *nums])]
+        values = [sw.name, *map(yaml_scalar, [*before[1:], *quoted, *after, *nums])]
     key = (sw.role, sw.model, sw.os_release, sw.notes, bool(sw.loopback),
            (mgmt.interface, mgmt.vrf, mgmt.address if snmp else None) if mgmt else None,
            tuple(map(_PORT_SHAPE, ports)), tuple(map(bool, map(_ADDRESS, ports))),
            tuple(map(len, map(_SECONDARIES, ports))), sw.breakouts, sw.vlans,
-           tuple((s.vlan, len(s.secondaries), bool(s.vrr), s.vrr_mac) for s in svis),
+           tuple((s.vlan, len(s.secondaries), bool(s.vrr), s.vrr_mac if not s.vrr else "") for s in svis),
            tuple((b.name, b.members, b.access_vlan, b.edge) for b in bonds),
            (pairing.mode, pairing.peer_link, bool(pairing.backup_ip)) if pairing else None,
            sw.qos, sw.services, bgp_key)
@@ -150,9 +153,10 @@ def _stand_in(sw: SwitchIntent, marks) -> SwitchIntent:
     secondaries = [tuple(m() for _ in p.secondaries) for p in sw.ports]
     ports = tuple(replace(p, peer=peer, address=address, secondaries=sec)
                   for p, peer, address, sec in zip(sw.ports, peers, addresses, secondaries, strict=True))
-    svis = tuple(replace(s, address=m(), secondaries=tuple(m() for _ in s.secondaries), vrr=m() if s.vrr else "")
-                 for s in sw.svis)
+    svis = [replace(s, address=m(), secondaries=tuple(m() for _ in s.secondaries), vrr=m() if s.vrr else "")
+            for s in sw.svis]
     bond_peers = [m() for _ in sw.bonds]
+    svis = tuple(replace(s, vrr_mac=m()) if s.vrr else s for s in svis)
     pairing = sw.pairing
     if pairing:
         pairing = replace(pairing, system_mac=m(), backup_ip=m() if pairing.backup_ip else "")
