@@ -72,3 +72,10 @@ def test_two_plans_in_one_process_each_get_their_own_numbers():
         written = dict(iter_switch_configs(layout, Path("/out")))
         for sw in _cumulus(layout):
             assert written[Path("/out/switches") / sw.name / "startup.yaml"] == render_nvue(sw)
+
+
+def test_a_marker_word_in_the_specs_own_text_is_not_taken_for_a_field():
+    a, b = _leaves()
+    ntp = ("swtextfield000001q",)  # a (strange) server name: constant text of the shape
+    a, b = (replace(sw, services=replace(sw.services, ntp=ntp)) for sw in (a, b))
+    _same_as_render_nvue([a, b])

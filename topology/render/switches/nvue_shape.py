@@ -5,9 +5,11 @@ whose numbers are markers; the markers become %s fields, and every switch of the
 
 The shape key holds everything of the intent that is not a field (port names, speeds, VLANs, QoS,
 services, how many addresses and sessions...), so two switches share a template only where their
-text is the same up to the fields. A value that render_nvue would quote, or a name twice among one
-mapping's keys (where a dict would merge them), falls back to render_nvue for that switch.
-A ShapeCache lives for one render (iter_switch_configs): nothing leaks between plans."""
+text is the same up to the fields. Each value is filled in as render_nvue writes it (yaml_scalar:
+quoted where YAML needs it); a name to quote (the header writes it bare), a value twice among one
+mapping's keys (where a dict would merge them), or a spec whose own text holds the marker, is
+written by render_nvue itself. A ShapeCache lives for one render (iter_switch_configs): nothing
+leaks between plans."""
 
 from __future__ import annotations
 
@@ -48,20 +50,24 @@ class ShapeCache:
 
     def render(self, sw: SwitchIntent) -> str:
         fields = _fields(sw)
-        if fields is None:  # a value render_nvue would write otherwise than as given
+        if fields is None:  # a name to quote, a mapping's key twice
             return render_nvue(sw)
         key, values = fields
-        entry = self.templates.get(key)
-        if entry is None:
+        entry = self.templates.get(key, ())
+        if entry == ():
             entry = self.templates[key] = _template(sw)
+        if entry is None:  # the shape's constant text holds a marker: every switch of it by render_nvue
+            return render_nvue(sw)
         template, order = entry
         return template % order(values)
 
 
-def _template(sw: SwitchIntent) -> tuple[str, operator.itemgetter]:
+def _template(sw: SwitchIntent) -> tuple[str, operator.itemgetter] | None:
     """render_nvue's text of `sw` with its fields as markers, the markers as %s, and the order
     in which the text holds the fields (a name is written twice, header and hostname; a bond's
-    MLAG id not at all without a pair)."""
+    MLAG id not at all without a pair). None where the switch's own text holds a marker's word."""
+    if _MARKS.search(render_nvue(sw)):  # a server's name, a note: text of the spec, not a field
+        return None
     marks = iter(map(_MARK.format, itertools.count()))
     text = render_nvue(_stand_in(sw, marks))
     used = [int(m) for m in _MARKS.findall(text)]
