@@ -13,7 +13,7 @@ from topology.render.switches.credentials import FILENAME as CREDENTIALS
 from topology.render.switches.credentials import render_credentials
 from topology.render.switches.frr import render_frr
 from topology.render.switches.intent import SwitchIntent
-from topology.render.switches.nvue import render_nvue
+from topology.render.switches.nvue_shape import ShapeCache
 from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
 from topology.render.switches.sonic import port_map, render_config_db
 
@@ -34,13 +34,14 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
     """The switches' files one at a time (each rendered when asked for)."""
     cat = catalog.load()
     base = Path(out_dir) / SUBDIR
+    nvue = ShapeCache()  # this render's templates: a switch's text by its role's shape
     for sw in iter_intents(layout):
         model = cat.switches[sw.model]
         if sw.os == "sonic":
             yield base / sw.name / "config_db.json", render_config_db(sw, model)
             yield base / sw.name / "frr.conf", sonic_frr_conf(sw, model)
         else:
-            yield base / sw.name / "startup.yaml", render_nvue(sw)
+            yield base / sw.name / "startup.yaml", nvue.render(sw)
         slots = render_credentials(sw)
         if slots:  # what the push fills in from the vault: names and protocols, never a secret
             yield base / sw.name / CREDENTIALS, slots

@@ -535,6 +535,7 @@ def _plain_or_quoted(v) -> str:
     return "'" + v.replace("'", "''") + "'"
 
 
+yaml_scalar = _plain_or_quoted  # a value as this writer writes it (nvue_shape.py fills its fields so)
 _scalar = functools.lru_cache(maxsize=1 << 16, typed=True)(_plain_or_quoted)  # typed: True == 1 as a key
 
 
