@@ -94,10 +94,10 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[s
             ["asn", "rir", "description", "tags"],
             sorted({(dev.asn, RIR, dev.name, OWNER_TAG) for dev in d.devices if dev.asn is not None}),
         ),
-        "13-prefixes.csv": lambda: csv_pieces(
+        "13-prefixes.csv": lambda: shaped_csv_pieces(
             ["prefix", "status", "description", "tags"],
-            ((p.prefix, "container" if p.kind == "container" else "planned", p.pool, OWNER_TAG)
-             for p in d.prefixes),
+            d.prefix_rows(lambda pool, kind: RowShape(
+                SLOT, "container" if kind == "container" else "planned", pool, OWNER_TAG)),
         ),
         "14-ip-addresses.csv": lambda: shaped_csv_pieces(
             ["address", "status", "role", "device", "interface", "description", "tags"],
