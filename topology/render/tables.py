@@ -142,8 +142,17 @@ class RowShape(str):
 
 def _csv_field(field) -> str:
     """A field as the csv writer writes it in a row of two or more (its quoting depends on it alone)."""
-    if type(field) is str and not ("," in field or '"' in field or "\n" in field or "\r" in field):
+    if type(field) is str:
+        if "," in field or '"' in field or "\n" in field or "\r" in field:
+            return _quoted(field)
         return field
+    if type(field) is int:
+        return str(field)
+    return _csv_block([(field, "")])[:-2]
+
+
+@functools.lru_cache(maxsize=1024)  # NetBox's tag lists: one per SU and rail, in hundreds of cable shapes
+def _quoted(field: str) -> str:
     return _csv_block([(field, "")])[:-2]
 
 
