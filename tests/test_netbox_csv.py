@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 import pytest
 from netaddr import IPNetwork
@@ -118,6 +119,15 @@ def test_written_by_plan_beside_the_other_artifacts(tmp_path):
     files = render_netbox(stack_layout("lab"), tmp_path)
     assert {p.parent for p in files} == {tmp_path / "netbox"}
     assert sorted(p.name for p in files) == sorted(netbox_tables(desired_objects(stack_layout("lab"))))
+
+
+@pytest.mark.parametrize("stack", ["lab", "dgx-h100-ib"])
+def test_plan_rows_write_what_the_objects_write(stack):
+    """The plan writes the interface, cable and address tables from the view's rows (a shape per
+    kind, no object per row); the Nautobot publisher reads the objects: the same text from both."""
+    layout = stack_layout(stack)
+    assert render_netbox(layout, Path("out")) == {
+        Path("out") / "netbox" / name: text for name, text in netbox_tables(desired_objects(layout)).items()}
 
 
 POWER_COLUMNS = {  # NetBox 4.x PowerPanelImportForm, PowerFeedImportForm, PowerPort/PowerOutletImportForm

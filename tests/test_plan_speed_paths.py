@@ -23,7 +23,7 @@ from topology.render import inventory
 from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar
 from topology.render.switches.sections import _bounds, _spanning, address_key, network_key
-from topology.render.tables import GFormats, csv_text
+from topology.render.tables import SLOT, GFormats, RowShape, csv_text, shaped_csv_pieces
 
 
 def test_integer_spanning_prefix_is_netaddrs():
@@ -112,6 +112,29 @@ def test_csv_writes_what_the_csv_module_writes():
         writer.writerow(["h1", "h,2"])
         writer.writerows(rows)
         assert csv_text(["h1", "h,2"], iter([*rows[:-1], iter(rows[-1])])) == want.getvalue()  # a row as an iterator
+
+
+def test_shaped_csv_writes_what_the_csv_module_writes():
+    """tables.shaped_csv_pieces formats blocks of (RowShape, values) itself: byte for byte the csv
+    module's output for the whole rows, with constants to quote or holding %, and values that are
+    not str or need quoting (such a block goes to the csv writer)."""
+    rng = random.Random(19)
+    constants = ["a", "", "x,y", 'say "hi"', "100%", "%s", 0, 2.5, -0.0, None, "line\nbreak", "ünï"]
+    shapes = [RowShape(*rng.sample([SLOT, SLOT, *rng.sample(constants, 3)], 5)) for _ in range(20)]
+    shapes.append(RowShape(SLOT, SLOT))
+    plain = ["leaf-01", "", "swp1", "None", "%d", "ünï"]
+    odd = [",", '"', "cr\r", "lf\n", 7, None]
+    for values_from in (plain, plain + odd):
+        rows = [(s, tuple(rng.choice(values_from) for _ in range(s.fields.count(SLOT))))
+                for s in rng.choices(shapes, k=5000)]
+        rows += [(shapes[0], ("a", "b,c"))] + [(shapes[0], ("d", "e"))] * 10  # one block written by the writer
+        want = io.StringIO()
+        writer = csv.writer(want, lineterminator="\n")
+        writer.writerow(["h1", "h,2"])
+        writer.writerows(s.row(v) for s, v in rows)
+        assert "".join(shaped_csv_pieces(["h1", "h,2"], iter(rows))) == want.getvalue()
+    with pytest.raises(ValueError):
+        RowShape(SLOT)
 
 
 def test_ipv4_text_is_netaddrs():

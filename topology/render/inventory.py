@@ -337,11 +337,15 @@ def iter_inventory(layout: Layout, root: Path, slurm: SlurmPlan | None = None) -
     """render_inventory's files one at a time, hosts.yml in pieces: a host's vars are made as its
     line is written."""
     addr, by_pool, asn, rows = _index(layout)
-    leaf_ports = {(lk.a_device, lk.a_port): (lk.b_device, lk.b_port) for lk in layout.links if lk.tier == "node-leaf"}
-    link_speeds = {(lk.a_device, lk.a_port): lk.speed_gbps for lk in layout.links if lk.tier == "node-leaf"}
+    leaf_ports: dict[tuple[str, str], tuple[str, str]] = {}  # a node's NIC -> its leaf and port
+    link_speeds: dict[tuple[str, str], int] = {}
     service_members: dict[str, list[str]] = {}  # mgmt nodes' and appliances' in-band bond members
-    for lk in layout.links:
-        if lk.tier in ("mgmt-core", "service-inband"):
+    for lk in layout.links:  # one pass over the links for the three (330k links at 100k GPUs)
+        if lk.tier == "node-leaf":
+            end = (lk.a_device, lk.a_port)
+            leaf_ports[end] = (lk.b_device, lk.b_port)
+            link_speeds[end] = lk.speed_gbps
+        elif lk.tier in ("mgmt-core", "service-inband"):
             service_members.setdefault(lk.a_device, []).append(lk.a_port)
     groups: dict[str, list[Device]] = {g: [] for g in ROLE_GROUPS.values()}
     switch_oses: dict[str, str | None] = {}  # a switch's superpod_switch_os

@@ -14,6 +14,7 @@ too, their far end the site's routers (`site-border`).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -141,23 +142,31 @@ def labels_pieces(layout: Layout) -> Iterator[str]:
         for lk, cid in zip(links, cable_ids(links, numbered), strict=True):
             a_rack, a_unit, a_place = places.get(lk.a_device) or place(lk.a_device)
             b_rack, b_unit, b_place = places.get(lk.b_device) or place(lk.b_device)
+            a_device, a_port, b_device, b_port = lk.a_device, lk.a_port, lk.b_device, lk.b_port
+            here, there = f"{a_place} {a_port}", f"{b_place} {b_port}"
             n = lk.cable_count  # fibres of this link (a splitter's leg: its own, one)
             # numbers as text (str(), as the csv writer writes them): a row of str is joined in C (tables.py)
             if n == 1:  # nearly every link: one label pair, no fibre suffix
-                here, there = f"{a_place} {lk.a_port}", f"{b_place} {lk.b_port}"
-                yield (cid, here, "to " + there, there, "to " + here, a_rack, a_unit, lk.a_device, lk.a_port,
-                       b_rack, b_unit, lk.b_device, lk.b_port, lk.tier, lk.media, lk.length_class,
+                yield (cid, here, "to " + there, there, "to " + here, a_rack, a_unit, a_device, a_port,
+                       b_rack, b_unit, b_device, b_port, lk.tier, lk.media, lk.length_class,
                        str(lk.speed_gbps), "1", "1")
                 continue
-            speed, fibres = str(lk.speed_gbps), str(n)
-            for k in range(1, n + 1):  # several fibres: a label pair each, suffixed
-                suffix = f" fibre {k}/{n}"
-                here, there = f"{a_place} {lk.a_port}{suffix}", f"{b_place} {lk.b_port}{suffix}"
-                yield (f"{cid}.{k}", here, "to " + there, there, "to " + here,
-                       a_rack, a_unit, lk.a_device, lk.a_port, b_rack, b_unit, lk.b_device, lk.b_port,
-                       lk.tier, lk.media, lk.length_class, speed, str(k), fibres)
+            # several fibres (every node link of a 100k-GPU pod on 800G twin-port optics): a label pair
+            # each, suffixed; the link's text made once, each fibre's suffix once per fibre count
+            tier, media, length_class, speed = lk.tier, lk.media, lk.length_class, str(lk.speed_gbps)
+            for dot_k, suffix, k, fibres in _fibres(n):
+                here_k, there_k = here + suffix, there + suffix
+                yield (cid + dot_k, here_k, "to " + there_k, there_k, "to " + here_k,
+                       a_rack, a_unit, a_device, a_port, b_rack, b_unit, b_device, b_port,
+                       tier, media, length_class, speed, k, fibres)
 
     return csv_pieces(HEADER, rows())
+
+
+@functools.cache
+def _fibres(n: int) -> tuple[tuple[str, str, str, str], ...]:
+    """Each fibre of a link of `n`: its id's suffix, its port text's suffix, its number and `n` as text."""
+    return tuple((f".{k}", f" fibre {k}/{n}", str(k), str(n)) for k in range(1, n + 1))
 
 
 labels_csv = joined(labels_pieces)

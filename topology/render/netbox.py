@@ -14,7 +14,7 @@ from pathlib import Path
 
 from topology.layout.model import Layout
 from topology.render.dcim import OWNER_TAG, ROLE_COLORS, Desired, DesiredView, desired_view
-from topology.render.tables import GFormats, csv_pieces
+from topology.render.tables import SLOT, RowShape, csv_pieces, shaped_csv_pieces
 
 ASN_FIELD = "superpod_asn"  # device custom field: NetBox's ASN model attaches to sites, not devices
 RIR = "RFC 6996 private"
@@ -76,33 +76,33 @@ def _table_makers(d: Desired | DesiredView) -> dict[str, Callable[[], Iterator[s
                 for dev in d.devices
             ),
         ),
-        "09-interfaces.csv": lambda: csv_pieces(
+        "09-interfaces.csv": lambda: shaped_csv_pieces(
             ["device", "name", "type", "speed", "mgmt_only", "enabled"],
-            # the speed as text (str(), as the csv writer writes it): a row of str is joined in C (tables.py)
-            ((i.device, i.name, i.type, "" if i.speed_kbps is None else str(i.speed_kbps),
-              "true" if i.mgmt_only else "false", "true") for i in d.interfaces),
+            # a shape per kind of interface: its rows differ only by device and name
+            d.interface_rows(lambda kind, kbps, mgmt: RowShape(
+                SLOT, SLOT, kind, "" if kbps is None else kbps, "true" if mgmt else "false", "true")),
         ),
-        "10-cables.csv": lambda: csv_pieces(
+        "10-cables.csv": lambda: shaped_csv_pieces(
             ["side_a_device", "side_a_type", "side_a_name", "side_b_device", "side_b_type", "side_b_name", "type",
              "status", "label", "length", "length_unit", "tags"],
-            ((c.a_device, "dcim.interface", c.a_interface, c.b_device, "dcim.interface", c.b_interface, c.type,
-              "planned", c.label, g[c.length_m], "m", _tags(c.tags)) for g in [GFormats()] for c in d.cables),
+            d.cable_rows(lambda kind, length, tags: RowShape(
+                SLOT, "dcim.interface", SLOT, SLOT, "dcim.interface", SLOT, kind, "planned", SLOT, f"{length:g}", "m",
+                _tags(tags))),
         ),
         "11-rirs.csv": lambda: csv_pieces(["name", "slug", "is_private"], [(RIR, slug(RIR), "true")]),
         "12-asns.csv": lambda: csv_pieces(
             ["asn", "rir", "description", "tags"],
             sorted({(dev.asn, RIR, dev.name, OWNER_TAG) for dev in d.devices if dev.asn is not None}),
         ),
-        "13-prefixes.csv": lambda: csv_pieces(
+        "13-prefixes.csv": lambda: shaped_csv_pieces(
             ["prefix", "status", "description", "tags"],
-            ((p.prefix, "container" if p.kind == "container" else "planned", p.pool, OWNER_TAG)
-             for p in d.prefixes),
+            d.prefix_rows(lambda pool, kind: RowShape(
+                SLOT, "container" if kind == "container" else "planned", pool, OWNER_TAG)),
         ),
-        "14-ip-addresses.csv": lambda: csv_pieces(
+        "14-ip-addresses.csv": lambda: shaped_csv_pieces(
             ["address", "status", "role", "device", "interface", "description", "tags"],
             # NetBox gives an address one interface: a shared gateway repeats as one row per switch (role vrrp)
-            ((a.address, "planned", a.role, dev, ifname, a.pool, OWNER_TAG)
-             for a in d.addresses for dev, ifname in a.interfaces),
+            d.address_rows(lambda pool, role: RowShape(SLOT, "planned", role, SLOT, SLOT, pool, OWNER_TAG)),
         ),
         **_power_table_makers(d),
     }

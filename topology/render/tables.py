@@ -115,6 +115,68 @@ def _plain_rows(block: list[tuple]) -> str | None:
 _as_strs = functools.partial(map, str)
 
 
+SLOT = object()  # a RowShape field that each row fills with a value of its own
+
+
+class RowShape(str):
+    """A CSV line with `%s` where a row's own values go: the fields many rows share (a NetBox
+    interface's type, speed and flags; a cable's type, length and tags), written once as the csv
+    writer writes them, so a row is one `shape % values` (issue 39: most of the NetBox tables'
+    rows differ only by names). `fields` keeps the row with SLOT at each value's place."""
+
+    fields: tuple
+
+    def __new__(cls, *fields) -> RowShape:
+        if len(fields) < 2:  # a lone empty field is quoted by the csv writer: never a shape
+            raise ValueError("a row shape has two fields or more")
+        line = ",".join("%s" if f is SLOT else _csv_field(f).replace("%", "%%") for f in fields)
+        shape = super().__new__(cls, line + "\n")
+        shape.fields = fields
+        return shape
+
+    def row(self, values) -> tuple:
+        """The whole row: the shape's fields with the values in their slots."""
+        it = iter(values)
+        return tuple(next(it) if f is SLOT else f for f in self.fields)
+
+
+def _csv_field(field) -> str:
+    """A field as the csv writer writes it in a row of two or more (its quoting depends on it alone)."""
+    if type(field) is str:
+        if "," in field or '"' in field or "\n" in field or "\r" in field:
+            return _quoted(field)
+        return field
+    if type(field) is int:
+        return str(field)
+    return _csv_block([(field, "")])[:-2]
+
+
+@functools.lru_cache(maxsize=1024)  # NetBox's tag lists: one per SU and rail, in hundreds of cable shapes
+def _quoted(field: str) -> str:
+    return _csv_block([(field, "")])[:-2]
+
+
+def shaped_csv_pieces(header: list[str], rows) -> Iterator[str]:
+    """csv_pieces of rows given as (RowShape, values): a block whose values are all str with no
+    comma, quote or line break (written as they are) is its rows' shapes joined and formatted
+    with all their values at once, one C call; another block is written by the csv writer."""
+    yield _csv_block([header])
+    rows = iter(rows)
+    while block := list(itertools.islice(rows, 2048)):
+        values = tuple(_flat(map(_second, block)))
+        try:
+            text = "".join(values)  # a TypeError where some value is not a str
+        except TypeError:
+            text = ","
+        if "," in text or '"' in text or "\n" in text or "\r" in text:
+            yield _csv_block([shape.row(v) for shape, v in block])
+        else:
+            yield "".join(map(_first, block)) % values
+
+
+_first, _second = operator.itemgetter(0), operator.itemgetter(1)
+
+
 class GFormats(dict):
     """`f"{x:g}"` of each number, formatted once per distinct value: a plan's cable lengths and
     quantities are a few dozen values over 33k links at 8k GPUs (the format was 17 ms of
