@@ -15,7 +15,6 @@ from operator import attrgetter
 from topology import catalog
 from topology.catalog import Catalog
 from topology.layout import ipam
-from topology.layout.border import TIER as BORDER
 from topology.layout.border import border_addresses, border_asns, border_cables, border_uplinks
 from topology.layout.cabling import with_cables
 from topology.layout.fabric import ComputeSizing, compute_fabric, names_for, size_compute, storage_fabric
@@ -39,19 +38,17 @@ class Draft:
     sizing: ComputeSizing
     names: Names
     devices: list[Device] = field(default_factory=list)
-    links: list[Link] = field(default_factory=list)  # border uplinks too (tier "border"): their far end is the site's
+    links: list[Link] = field(default_factory=list)  # between our own devices
+    border: list[Link] = field(default_factory=list)  # the in-band cores' uplinks: their far end is the site's
     tiers: list[Tier] = field(default_factory=list)
     racks: list[Rack] = field(default_factory=list)
     rack_positions: int = 0
     addresses: list[Address] = field(default_factory=list)
     asns: list[Asn] = field(default_factory=list)
 
-    def fabric_links(self) -> list[Link]:
-        """The links between our own devices: every link but the border's."""
-        return [lk for lk in self.links if lk.tier != BORDER]
-
-    def border_links(self) -> list[Link]:
-        return [lk for lk in self.links if lk.tier == BORDER]
+    def every_link(self) -> list[Link]:
+        """Ours and the border's: what a stage placing ports reads as taken."""
+        return self.links + self.border
 
 
 def compute(d: Draft) -> Draft:
@@ -85,30 +82,30 @@ def oob(d: Draft) -> Draft:
 
 
 def border(d: Draft) -> Draft:
-    """North-south: the in-band cores' uplinks to the site's border routers."""
-    return replace(d, links=d.links + border_uplinks(d.spec, d.cat, d.devices, d.links))
+    """North-south: the in-band cores' uplinks to the site's border routers (kept apart from our
+    own links: the cables, addresses and the layout read them apart)."""
+    return replace(d, border=d.border + border_uplinks(d.spec, d.cat, d.devices, d.every_link()))
 
 
 def services(d: Draft) -> Draft:
     """UFM appliances' and storage servers' in-band bonds, in the cages the border left free."""
-    return replace(d, links=d.links + service_links(d.spec, d.cat, d.devices, d.links))
+    return replace(d, links=d.links + service_links(d.spec, d.cat, d.devices, d.every_link()))
 
 
 def cables(d: Draft) -> Draft:
     """Length, media and parts of every link; the border's are optics to the site's end."""
-    check_ports(d.links)
-    fabric = with_cables(d.spec, d.cat, d.fabric_links(), d.devices, d.racks)
-    return replace(d, links=fabric + border_cables(d.spec, d.cat, d.border_links(), d.devices, d.racks))
+    check_ports(d.every_link())
+    return replace(d, links=with_cables(d.spec, d.cat, d.links, d.devices, d.racks),
+                   border=border_cables(d.spec, d.cat, d.border, d.devices, d.racks))
 
 
 def addresses(d: Draft) -> Draft:
     """Addresses and ASNs: the fabrics' from their pools, then the border's /31s and ASN, then the
     ASN of the in-band switches the OOB uplinks reach (after the border's: the cores keep theirs)."""
-    fabric = d.fabric_links()
-    planned, asns = ipam.plan(d.spec, d.cat, d.sizing, d.devices, fabric, d.racks, d.rack_positions)
-    planned += border_addresses(d.spec, d.border_links())
+    planned, asns = ipam.plan(d.spec, d.cat, d.sizing, d.devices, d.links, d.racks, d.rack_positions)
+    planned += border_addresses(d.spec, d.border)
     asns += border_asns(d.spec, d.devices, asns)
-    asns += upstream_asns(fabric, asns)
+    asns += upstream_asns(d.links, asns)
     return replace(d, addresses=d.addresses + planned, asns=d.asns + asns)
 
 
@@ -161,11 +158,11 @@ def build(spec: PodSpec) -> Layout:
     return Layout(
         spec=spec,
         devices=tuple(d.devices),
-        links=tuple(d.fabric_links()),
+        links=tuple(d.links),
         racks=tuple(d.racks),
         addresses=tuple(d.addresses),
         asns=tuple(d.asns),
         tiers=tuple(d.tiers),
         facts=facts(d),
-        border_links=tuple(d.border_links()),
+        border_links=tuple(d.border),
     )

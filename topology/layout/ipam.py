@@ -59,7 +59,8 @@ class Pool:
         base = self.first + index * self.size
         return base, f"{int_to_str(base)}/{self.prefix_len}"
 
-    def _shared(self, index: int) -> tuple[int, str, str]:
+    def subnet_texts(self, index: int) -> tuple[int, str, str]:
+        """Subnet `index`'s first address, network text and gateway (.1) text, kept for its hosts."""
         shared = self._subnets.get(index)
         if shared is None:
             base, network = self.subnet(index)
@@ -67,12 +68,12 @@ class Pool:
         return shared
 
     def host(self, index: int, offset: int) -> tuple[str, str]:
-        base, network, _ = self._shared(index)
+        base, network, _ = self.subnet_texts(index)
         return f"{int_to_str(base + offset)}/{self.prefix_len}", network
 
     def gateway(self, index: int) -> str:
         """Subnet `index`'s first host address (.1), where its gateway is."""
-        return self._shared(index)[2]
+        return self.subnet_texts(index)[2]
 
     def p2p(self, index: int) -> tuple[str, str]:
         """A /31 pool's subnet `index`: its lower and upper addresses' texts (the network is the
@@ -125,9 +126,10 @@ def plan(
         block = 2 ** ceil(log2(spec.nodes_per_su))
         leaf_slot = {d.name: d.slot for d in devices if d.role == "leaf"}
         pool = Pool(spec, "rails", 31, spec.max_su * sz.rails * block)
+        first = pool.first  # pool.p2p's sum inline: 100k links at 100k GPUs
         for lk in by_tier.get("node-leaf", ()):
             node_in_su = (lk.slot // sz.rails) % spec.nodes_per_su
-            lower, upper = pool.p2p(leaf_slot[lk.b_device] * block + node_in_su)
+            lower, upper = p2p_texts(first + (leaf_slot[lk.b_device] * block + node_in_su) * 2)
             net = lower + "/31"
             add(Address(lk.b_device, lk.b_port, net, net, "rails", upper))
             add(Address(lk.a_device, lk.a_port, upper + "/31", net, "rails", lower))
@@ -139,13 +141,15 @@ def plan(
         plen = prefix_for((spec.nodes_per_su if per_leaf else nodes_max) + 1)
         pool = Pool(spec, "rails", plen, groups)
         gateways_done: set[str] = set()
+        subnet = pool.subnet_texts  # a subnet's network and gateway texts once, not once per NIC
         for lk in by_tier.get("node-leaf", ()):
             node_slot, rail = divmod(lk.slot, sz.rails)
             su0, n0 = divmod(node_slot, spec.nodes_per_su)
             index = su0 * sz.rails + rail if per_leaf else rail
             host = (n0 if per_leaf else node_slot) + 2  # .1 is the gateway
-            base, net = pool.subnet(index)
-            gw = int_to_str(base + 1) if per_leaf else ""
+            base, net, gw = subnet(index)
+            if not per_leaf:
+                gw = ""
             add(Address(lk.a_device, lk.a_port, f"{int_to_str(base + host)}/{plen}", net, "rails", gw))
             if per_leaf and lk.b_device not in gateways_done:
                 gateways_done.add(lk.b_device)
@@ -169,8 +173,9 @@ def plan(
     pool = Pool(spec, "fabric_p2p", 31, sum(n for _, n in regions))
     offset = 0
     for tier, count in regions:
+        first = pool.first + offset * 2  # the region's first /31: pool.p2p's sum once a region, not a link
         for lk in by_tier.get(tier, ()):
-            lower, upper = pool.p2p(offset + lk.slot)
+            lower, upper = p2p_texts(first + lk.slot * 2)
             net = lower + "/31"
             # the upper tier (b end) is the parent: .0; the lower tier is .1
             add(Address(lk.b_device, lk.b_port, net, net, "fabric_p2p", upper))
