@@ -65,6 +65,12 @@ HOST_CASES = {
     "route-not-a-prefix": ({"superpod_storage_prefix": "not-a-prefix"},
                            ["host_network_storage_routes", "prefixes a.b.c.d/len", "'not-a-prefix'"],
                            ["host_network_backend"]),
+    "bond-member-is-the-bond": ({"superpod_inband_members": ["bond0"]}, ["superpod_inband_*: the bond"],
+                                ["host_network_backend", "superpod_storage_nics"]),
+    # two checks broken at once: the one assert names both
+    "unknown-backend-and-bad-gateway": ({"host_network_backend": "ifupdown", "superpod_inband_gateway": "192.0.2.1"},
+                                        ["host_network_backend: must be one of", "gateway '192.0.2.1'"],
+                                        ["superpod_storage_nics"]),
 }
 
 
