@@ -54,6 +54,11 @@ RAIL_CASES = {
                                     "rail_network_ipoib_addresses": {r["rail"]: f"10.30.{r['rail']}.1/24"
                                                                      for r in RAIL_NODE["rails"]}}, None, []),
     "infiniband-without-ipoib": ({"superpod_fabric_kind": "infiniband", "rails": _no_addresses()}, None, []),
+    "netdev-too-long": ({"rails": _rails(netdev="enp24s0np0-way-too-long")},
+                        ["rail 0 netdev 'enp24s0np0-way-too-long' is not a valid interface name"], ["needs address"]),
+    "infiniband-without-ipoib-bad-name": ({"superpod_fabric_kind": "infiniband", "rails": _no_addresses()[:1]
+                                           + [dict(_no_addresses()[1], netdev="ib 1")]},
+                                          ["netdev 'ib 1' is not a valid interface name"], ["IPoIB"]),
 }
 HOST_CASES = {
     "as-planned": ({}, None, []),
