@@ -61,5 +61,6 @@ def test_unknown_method_fails_naming_the_choices(runs):
     """The method and GRUB's presence are one check: a bad method is named, not GRUB."""
     _, results = runs
     failed = [r for r in results["unknown-method"] if r.get("failed")]
-    assert failed and 'host_tuning_bootloader_method is "lilo": it must be grub_dropin, grubby or none' in failed[0]["msg"]
+    assert failed
+    assert 'host_tuning_bootloader_method is "lilo": it must be grub_dropin, grubby or none' in failed[0]["msg"]
     assert "is missing" not in failed[0]["msg"]

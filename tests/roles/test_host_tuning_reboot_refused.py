@@ -30,7 +30,8 @@ def test_forbidden_reboot_fails_only_when_asked_to(tmp_path):
     }
     results = run_play(tmp_path, [task], hosts)
     failed = [r for r in results["needed-fail"] if r.get("failed")]
-    assert failed and failed[0]["msg"] == "host_tuning: reboot required and not allowed: ['kernel parameters: iommu=pt']"
+    assert failed
+    assert failed[0]["msg"] == "host_tuning: reboot required and not allowed: ['kernel parameters: iommu=pt']"
     for host in ("needed-warn-only", "not-needed"):
         assert not any(r.get("failed") for r in results[host]), results[host]
         [include] = [r for r in results[host] if r["task"] == NAME]

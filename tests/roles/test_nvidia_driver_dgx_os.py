@@ -73,7 +73,8 @@ def test_repositories_and_package_changes_are_skipped_on_dgx_os(manager):
     assert "when" not in include
     env = jinja2.Environment(undefined=jinja2.StrictUndefined)
     env.filters["bool"] = boolean
-    for defers, want in ((True, "packages-dgx-os.yml"), (False, f"driver-{manager}.yml"), ("false", f"driver-{manager}.yml")):
+    for defers, want in ((True, "packages-dgx-os.yml"), (False, f"driver-{manager}.yml"),
+                         ("false", f"driver-{manager}.yml")):
         got = env.from_string(include["ansible.builtin.include_tasks"]).render(
             nvidia_driver_dgx_os_defers=defers, nvidia_driver_family_pkg_manager=manager)
         assert got.strip() == want, (defers, got)

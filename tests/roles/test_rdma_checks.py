@@ -21,9 +21,11 @@ INPUTS = "rdma_firmware_link_type must be ETH or IB (got 'FC')"
 
 
 def test_inputs_and_hardware_fail_naming_each_rule(tmp_path):
-    task = copy.deepcopy(next(t for t in yaml.safe_load((ROLE / "tasks/main.yml").read_text()) if t.get("name") == NAME))
+    tasks = yaml.safe_load((ROLE / "tasks/main.yml").read_text())
+    task = copy.deepcopy(next(t for t in tasks if t.get("name") == NAME))
     # per host, over the role's defaults (the play's vars_files outrank host vars; task vars do not)
-    task["vars"] |= {"rdma_require_hardware": "{{ require }}", "rdma_firmware_link_type": "{{ link_type | default('ETH') }}"}
+    task["vars"] |= {"rdma_require_hardware": "{{ require }}",
+                     "rdma_firmware_link_type": "{{ link_type | default('ETH') }}"}
     hosts = {
         "good": {"rdma_devices": NIC, "require": True},
         "no-nic-not-required": {"rdma_devices": [], "require": False},
@@ -32,10 +34,12 @@ def test_inputs_and_hardware_fail_naming_each_rule(tmp_path):
         "both": {"rdma_devices": [], "require": True, "link_type": "FC"},
     }
     for hostvars in hosts.values():  # the DOCA URL's default names the architecture
-        hostvars["test_facts"] = {"architecture": "x86_64", "distribution": "Debian", "distribution_major_version": "12"}
-    results = run_play(tmp_path, [task], hosts, vars_files=[ROLE / "defaults/main.yml", ROLE / "vars/main.yml",
-                                                             ROLE / "vars/Debian.yml"])
-    msgs = {host: " ".join(next((r["msg"] for r in res if r.get("failed")), "").split()) for host, res in results.items()}
+        hostvars["test_facts"] = {"architecture": "x86_64", "distribution": "Debian",
+                                  "distribution_major_version": "12"}
+    role_vars = [ROLE / "defaults/main.yml", ROLE / "vars/main.yml", ROLE / "vars/Debian.yml"]
+    results = run_play(tmp_path, [task], hosts, vars_files=role_vars)
+    msgs = {host: " ".join(next((r["msg"] for r in res if r.get("failed")), "").split())
+            for host, res in results.items()}
     assert msgs["good"] == msgs["no-nic-not-required"] == ""
     assert HARDWARE in msgs["no-nic-required"] and INPUTS not in msgs["no-nic-required"]
     assert INPUTS in msgs["bad-link-type"] and HARDWARE not in msgs["bad-link-type"]
