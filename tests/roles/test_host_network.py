@@ -223,7 +223,7 @@ IB_NICS = {"superpod_storage_nics": [
 def rendered_ipoib(tmp_path_factory):
     """An InfiniBand storage fabric (dgx-h100-ib with storage_fabric.switch_model qm9700): IPoIB NICs
     on one on-link subnet with no gateway, as the plan's inventory gives them."""
-    validate = [dict(t, vars={"family": "{{ family }}"}) for t in load(ROLE / "tasks/validate.yml")]
+    validate = [dict(t, vars=dict(t.get("vars", {}), family="{{ family }}")) for t in load(ROLE / "tasks/validate.yml")]
     hosts = {f: dict(NODE, **POD, **IB_NICS, family=f) for f in FAMILIES}
     tasks = render_tasks()
     results = run_play(tmp_path_factory.mktemp("host_network_ib"), tasks[:3] + validate + tasks[3:], hosts)

@@ -19,7 +19,7 @@ PARAMS = ["intel_idle.max_cstate=0", "processor.max_cstate=1", "iommu=pt"]
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("host_tuning-provisioned")
     hosts = {}
-    for name, method in (("provisioned", "none"), ("grub-missing", None)):
+    for name, method in (("provisioned", "none"), ("grub-missing", None), ("unknown-method", "lilo")):
         base = tmp / name
         base.mkdir()
         recorder = base / "bootloader-update"
@@ -55,3 +55,12 @@ def test_grub_method_without_grub_fails_naming_the_fix(runs):
     _, results = runs
     failed = [r for r in results["grub-missing"] if r.get("failed")]
     assert failed and "host_tuning_bootloader_method: none" in failed[0]["msg"]
+
+
+def test_unknown_method_fails_naming_the_choices(runs):
+    """The method and GRUB's presence are one check: a bad method is named, not GRUB."""
+    _, results = runs
+    failed = [r for r in results["unknown-method"] if r.get("failed")]
+    assert failed
+    assert 'host_tuning_bootloader_method is "lilo": it must be grub_dropin, grubby or none' in failed[0]["msg"]
+    assert "is missing" not in failed[0]["msg"]

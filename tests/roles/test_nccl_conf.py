@@ -48,6 +48,9 @@ CASES = {
     "extra_overrides_managed_key": ({"nccl_extra_options": {"NCCL_IB_HCA": "mlx5"}}, "not one the role manages"),
     "extra_not_nccl": ({"nccl_extra_options": {"CUDA_VISIBLE_DEVICES": "0"}}, "keys must be NCCL_"),
     "extra_multiline": ({"nccl_extra_options": {"NCCL_DEBUG": "WARN\nNCCL_IB_HCA=x"}}, "values on one line"),
+    # two groups of rules broken at once: the one check names both (expected fragments as a tuple)
+    "gid_and_extra_both_bad": ({"nccl_ib_gid_index": 300, "nccl_extra_options": {"CUDA_VISIBLE_DEVICES": "0"}},
+                               ("nccl_ib_gid_index (300) must be null or 0-255", "keys must be NCCL_")),
 }
 
 
@@ -99,6 +102,16 @@ def test_bad_input_fails_naming_the_variable(results, case):
     tmp, failures = results
     assert case in failures, f"{case} was accepted"
     assert CASES[case][1] in failures[case]
+    assert not (tmp / f"{case}.conf").exists()
+
+
+@pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if isinstance(want, tuple)])
+def test_bad_input_names_every_rule_it_breaks(results, case):
+    """The checks are one task (one host-task per node): its message names each broken group of rules."""
+    tmp, failures = results
+    assert case in failures, f"{case} was accepted"
+    for fragment in CASES[case][1]:
+        assert fragment in failures[case]
     assert not (tmp / f"{case}.conf").exists()
 
 

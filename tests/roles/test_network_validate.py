@@ -54,6 +54,11 @@ RAIL_CASES = {
                                     "rail_network_ipoib_addresses": {r["rail"]: f"10.30.{r['rail']}.1/24"
                                                                      for r in RAIL_NODE["rails"]}}, None, []),
     "infiniband-without-ipoib": ({"superpod_fabric_kind": "infiniband", "rails": _no_addresses()}, None, []),
+    "netdev-too-long": ({"rails": _rails(netdev="enp24s0np0-way-too-long")},
+                        ["rail 0 netdev 'enp24s0np0-way-too-long' is not a valid interface name"], ["needs address"]),
+    "infiniband-without-ipoib-bad-name": ({"superpod_fabric_kind": "infiniband", "rails": _no_addresses()[:1]
+                                           + [dict(_no_addresses()[1], netdev="ib 1")]},
+                                          ["netdev 'ib 1' is not a valid interface name"], ["IPoIB"]),
 }
 HOST_CASES = {
     "as-planned": ({}, None, []),
@@ -65,6 +70,12 @@ HOST_CASES = {
     "route-not-a-prefix": ({"superpod_storage_prefix": "not-a-prefix"},
                            ["host_network_storage_routes", "prefixes a.b.c.d/len", "'not-a-prefix'"],
                            ["host_network_backend"]),
+    "bond-member-is-the-bond": ({"superpod_inband_members": ["bond0"]}, ["superpod_inband_*: the bond"],
+                                ["host_network_backend", "superpod_storage_nics"]),
+    # two checks broken at once: the one assert names both
+    "unknown-backend-and-bad-gateway": ({"host_network_backend": "ifupdown", "superpod_inband_gateway": "192.0.2.1"},
+                                        ["host_network_backend: must be one of", "gateway '192.0.2.1'"],
+                                        ["superpod_storage_nics"]),
 }
 
 

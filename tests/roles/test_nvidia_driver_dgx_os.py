@@ -7,8 +7,10 @@ nvidia_repo, which adds no source there (tests/roles/test_nvidia_repo.py)."""
 
 import sys
 
+import jinja2
 import pytest
 import yaml
+from ansible.module_utils.parsing.convert_bool import boolean
 
 from tests.role_files import ROOT
 from tests.roles.playbook import run_play
@@ -61,17 +63,25 @@ def test_dgx_os_without_a_driver_fails_naming_the_way_out(tmp_path):
     assert "nvidia_driver_defer_to_dgx_os: false" in failed["msg"]
 
 
-@pytest.mark.parametrize("tasks_file", ["repos-{{ nvidia_driver_family_pkg_manager }}.yml",
-                                        "packages-{{ nvidia_driver_family_pkg_manager }}.yml"])
-def test_repositories_and_package_changes_are_skipped_on_dgx_os(tasks_file):
-    """The repository, install/remove (flavour swap), pin and hold steps all live in these two
-    includes; on DGX OS neither runs, the read-only one does instead."""
+@pytest.mark.parametrize("manager", ["apt", "dnf"])
+def test_repositories_and_package_changes_are_skipped_on_dgx_os(manager):
+    """The repository, install/remove (flavour swap), pin and hold steps all live in
+    driver-<manager>.yml (repos-, then packages-<manager>.yml); on DGX OS the one include
+    takes the read-only file instead."""
     tasks = yaml.safe_load((ROOT / "roles/nvidia_driver/tasks/main.yml").read_text())
-    by_file = {t.get("ansible.builtin.include_tasks"): t for t in tasks}
-    assert by_file[tasks_file]["when"] == "not nvidia_driver_dgx_os_defers | bool"
-    assert by_file["packages-dgx-os.yml"]["when"] == "nvidia_driver_dgx_os_defers | bool"
+    [include] = [t for t in tasks if "packages-dgx-os.yml" in str(t.get("ansible.builtin.include_tasks"))]
+    assert "when" not in include
+    env = jinja2.Environment(undefined=jinja2.StrictUndefined)
+    env.filters["bool"] = boolean
+    for defers, want in ((True, "packages-dgx-os.yml"), (False, f"driver-{manager}.yml"),
+                         ("false", f"driver-{manager}.yml")):
+        got = env.from_string(include["ansible.builtin.include_tasks"]).render(
+            nvidia_driver_dgx_os_defers=defers, nvidia_driver_family_pkg_manager=manager)
+        assert got.strip() == want, (defers, got)
+    wrapper = yaml.safe_load((ROOT / "roles/nvidia_driver/tasks" / f"driver-{manager}.yml").read_text())
+    assert [t["ansible.builtin.import_tasks"] for t in wrapper] == [f"repos-{manager}.yml", f"packages-{manager}.yml"]
     detect = next(t for t in tasks if (t.get("ansible.builtin.include_role") or {}).get("tasks_from") == "dgx_os.yml")
-    assert tasks.index(detect) < tasks.index(by_file[tasks_file])
+    assert tasks.index(detect) < tasks.index(include)
 
 
 def test_cuda_toolkit_on_dgx_os_adds_no_source_and_no_driver():

@@ -38,6 +38,11 @@ CASES = {
     "storage_none": ({"superpod_storage_nics": STORAGE, "superpod_storage_qos": "none"}, None),
     "storage_bad_mode": ({"superpod_storage_nics": STORAGE, "superpod_storage_qos": "pfc"},
                          "roce_qos_storage_qos (pfc) must be lossless, ecn or none"),
+    # two groups of rules broken at once: the one check names both (expected fragments as a tuple)
+    "tos_and_storage_both_bad": ({"roce_qos_rdma_cm_tos": 256, "superpod_storage_nics": STORAGE,
+                                  "superpod_storage_qos": "pfc"},
+                                 ("roce_qos_rdma_cm_tos (256) must be 0-255",
+                                  "roce_qos_storage_qos (pfc) must be lossless, ecn or none")),
 }
 
 
@@ -91,7 +96,17 @@ def test_custom_lossless_priority_is_accepted(results):
     assert (cfg["pfc_priorities"], cfg["rdma_cm_tos"], cfg["dscp2prio"], cfg["tool"]) == ([4], 138, {"34": 4}, "dcb")
 
 
-@pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if want])
+@pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if isinstance(want, tuple)])
+def test_bad_input_names_every_rule_it_breaks(results, case):
+    """The checks are one task (one host-task per node): its message names each broken group of rules."""
+    tmp, failures = results
+    assert case in failures, f"{case} was accepted"
+    for fragment in CASES[case][1]:
+        assert fragment in failures[case]
+    assert not (tmp / f"{case}.json").exists()
+
+
+@pytest.mark.parametrize("case", [c for c, (_, want) in CASES.items() if isinstance(want, str)])
 def test_bad_input_fails_naming_the_variable(results, case):
     tmp, failures = results
     assert case in failures, f"{case} was accepted"
