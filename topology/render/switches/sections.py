@@ -7,6 +7,7 @@ import bisect
 import functools
 import operator
 import socket
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -114,9 +115,10 @@ def mgmt(model: SwitchModel, addresses: dict[str, Address]) -> Mgmt | None:
 
 
 def neighbors(
-    device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int], unnumbered: bool
+    device: str, links: list[Link], addresses: Mapping[str, dict[str, Address]], asn: dict[str, int], unnumbered: bool
 ) -> tuple[Neighbor, ...]:
-    """An eBGP session per link to another routed switch: remote-as is the peer's planned ASN."""
+    """An eBGP session per link to another routed switch: remote-as is the peer's planned ASN;
+    `addresses`: each device's own addresses by interface (own_addresses.OwnAddresses)."""
     out = []
     for lk in links:
         if lk.a_device == device:  # far_end inlined: 37k sessions at 8k GPUs
@@ -129,7 +131,7 @@ def neighbors(
         if unnumbered:
             out.append(Neighbor(peer, local, "", remote_as))
             continue
-        peer_addr = addresses.get((peer, peer_port))
+        peer_addr = addresses[peer].get(peer_port)
         if peer_addr is not None:
             out.append(Neighbor(peer, local, peer_addr.address.split("/")[0], remote_as))
     out.sort(key=_by_interface)
@@ -313,7 +315,7 @@ def gateway_svis(vlan_gateways: dict[int, str], pods: list[Address] = ()) -> tup
 
 
 def oob_neighbors(
-    device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int]
+    device: str, links: list[Link], addresses: Mapping[str, dict[str, Address]], asn: dict[str, int]
 ) -> tuple[Neighbor, ...]:
     """The sessions on this switch's OOB /31s (not its eth0: that is a bridged port of the rack)."""
     return neighbors(device, [lk for lk in links if lk.tier in OOB_TIERS], addresses, asn, unnumbered=False)
