@@ -205,7 +205,10 @@ class HostSpace:
     switch cost a third of the switch renderer's time at 8k GPUs."""
 
     def __init__(self, networks):
-        self.ranges = _merged(map(_bounds, set(networks)))
+        nets = set(networks)
+        # each subnet parsed once: a leaf's aggregates read its own subnets' bounds from here (100k rail /31s)
+        self.bounds_of = dict(zip(nets, map(_bounds, nets), strict=True))
+        self.ranges = _merged(self.bounds_of.values())
         self.starts = [lo for lo, _ in self.ranges]
 
     def holds_other(self, span: netaddr.IPNetwork, mine: list[tuple[int, int]]) -> bool:
@@ -234,7 +237,8 @@ def aggregates(own: list[str], space: HostSpace) -> tuple[str, ...]:
     nobody else's addresses (the plan aligns each leaf's block), else the exact merge."""
     if not own:
         return ()
-    bounds = [_bounds(n) for n in own]
+    known = space.bounds_of
+    bounds = [known[n] if n in known else _bounds(n) for n in own]
     if all(b.__class__ is _Bounds for b in bounds):  # IPv4: integers, not an IPNetwork per /31 (100k at 100k GPUs)
         first, plen = _spanning(bounds)
         span = _Bounds(first, first | ((1 << (32 - plen)) - 1))
