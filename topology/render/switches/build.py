@@ -42,10 +42,15 @@ def switch_os(spec, fabric: str) -> str:
 def _access_vlans(device: Device, links: list[Link], own: dict[str, Address], layout: Layout) -> dict[str, int]:
     """Bridged host ports: per-leaf rails, storage host ports, in-band and OOB device ports."""
     out: dict[str, int] = {}
+    name = device.name
+    # a rail leaf's own gateway VLAN, looked up once (not per cable); far_end inlined: 418k ports at 100k GPUs
+    rail = sections.rail_vlan(device.rail) if device.rail is not None else None
+    if rail is not None and f"vlan{rail}" not in own:
+        rail = None
     for lk in links:
-        local, _peer, _ = sections.far_end(lk, device.name)
-        if lk.tier == "node-leaf" and device.rail is not None and f"vlan{sections.rail_vlan(device.rail)}" in own:
-            out[local] = sections.rail_vlan(device.rail)
+        local = lk.a_port if lk.a_device == name else lk.b_port
+        if lk.tier == "node-leaf" and rail is not None:
+            out[local] = rail
         elif lk.tier in ("node-storage_leaf", "server-storage_leaf"):
             out[local] = sections.STORAGE_VLAN
         elif lk.tier in ("node-inband", "mgmt-core", "service-inband"):
