@@ -7,6 +7,8 @@ and the OOB network's sessions (sections.oob_neighbors) where a switch has those
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from topology.layout.inband_routing import UPLINK_TIERS
 from topology.layout.ipam import INBAND_VLAN
 from topology.layout.model import Address, Link
@@ -14,7 +16,7 @@ from topology.render.switches.intent import Bgp, Neighbor, Pairing
 from topology.render.switches.sections import address_key, neighbors
 
 
-def uplink_neighbors(device: str, links: list[Link], addresses: dict[tuple[str, str], Address],
+def uplink_neighbors(device: str, links: list[Link], addresses: Mapping[str, dict[str, Address]],
                      asn: dict[str, int]) -> tuple[Neighbor, ...]:
     """An eBGP session per routed in-band /31 (up to the cores or spines, or down from them)."""
     return neighbors(device, [lk for lk in links if lk.tier in UPLINK_TIERS], addresses, asn, unnumbered=False)

@@ -7,6 +7,7 @@ import bisect
 import functools
 import operator
 import socket
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -114,9 +115,10 @@ def mgmt(model: SwitchModel, addresses: dict[str, Address]) -> Mgmt | None:
 
 
 def neighbors(
-    device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int], unnumbered: bool
+    device: str, links: list[Link], addresses: Mapping[str, dict[str, Address]], asn: dict[str, int], unnumbered: bool
 ) -> tuple[Neighbor, ...]:
-    """An eBGP session per link to another routed switch: remote-as is the peer's planned ASN."""
+    """An eBGP session per link to another routed switch: remote-as is the peer's planned ASN;
+    `addresses`: each device's own addresses by interface (own_addresses.OwnAddresses)."""
     out = []
     for lk in links:
         if lk.a_device == device:  # far_end inlined: 37k sessions at 8k GPUs
@@ -129,7 +131,7 @@ def neighbors(
         if unnumbered:
             out.append(Neighbor(peer, local, "", remote_as))
             continue
-        peer_addr = addresses.get((peer, peer_port))
+        peer_addr = addresses[peer].get(peer_port)
         if peer_addr is not None:
             out.append(Neighbor(peer, local, peer_addr.address.split("/")[0], remote_as))
     out.sort(key=_by_interface)
@@ -203,7 +205,10 @@ class HostSpace:
     switch cost a third of the switch renderer's time at 8k GPUs."""
 
     def __init__(self, networks):
-        self.ranges = _merged(map(_bounds, set(networks)))
+        nets = set(networks)
+        # each subnet parsed once: a leaf's aggregates read its own subnets' bounds from here (100k rail /31s)
+        self.bounds_of = dict(zip(nets, map(_bounds, nets), strict=True))
+        self.ranges = _merged(self.bounds_of.values())
         self.starts = [lo for lo, _ in self.ranges]
 
     def holds_other(self, span: netaddr.IPNetwork, mine: list[tuple[int, int]]) -> bool:
@@ -232,7 +237,8 @@ def aggregates(own: list[str], space: HostSpace) -> tuple[str, ...]:
     nobody else's addresses (the plan aligns each leaf's block), else the exact merge."""
     if not own:
         return ()
-    bounds = [_bounds(n) for n in own]
+    known = space.bounds_of
+    bounds = [known[n] if n in known else _bounds(n) for n in own]
     if all(b.__class__ is _Bounds for b in bounds):  # IPv4: integers, not an IPNetwork per /31 (100k at 100k GPUs)
         first, plen = _spanning(bounds)
         span = _Bounds(first, first | ((1 << (32 - plen)) - 1))
@@ -313,7 +319,7 @@ def gateway_svis(vlan_gateways: dict[int, str], pods: list[Address] = ()) -> tup
 
 
 def oob_neighbors(
-    device: str, links: list[Link], addresses: dict[tuple[str, str], Address], asn: dict[str, int]
+    device: str, links: list[Link], addresses: Mapping[str, dict[str, Address]], asn: dict[str, int]
 ) -> tuple[Neighbor, ...]:
     """The sessions on this switch's OOB /31s (not its eth0: that is a bridged port of the rack)."""
     return neighbors(device, [lk for lk in links if lk.tier in OOB_TIERS], addresses, asn, unnumbered=False)
