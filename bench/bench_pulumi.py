@@ -174,7 +174,7 @@ def main() -> None:
         print(json.dumps(one(sys.argv[2])))
         return
     stacks_known = ["lab", "roce-1k", "dgx-h100-ib", "roce-8k"]
-    repeat, stacks = repeat_and_names(sys.argv[1:], stacks_known, __doc__.splitlines()[0])
+    repeat, stacks = repeat_and_names(sys.argv[1:], stacks_known, __doc__.splitlines()[0], more=BENCH_PODS)
     print(load_line())
     print(f"{'stack':>12} {'cpu s':>7} {'wall s':>7} {'plan s':>7} {'(hash s)':>8} {'gc s':>6} {'mocks s':>7} "
           f"{'rest s':>7} {'resources':>9} {'state inputs MiB':>17} {'peak MiB':>9}")

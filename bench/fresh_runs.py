@@ -11,17 +11,21 @@ import subprocess
 import sys
 
 
-def repeat_and_names(args: list[str], default: list[str], description: str = "") -> tuple[int, list[str]]:
-    """`[--repeat N] [NAME ...]`: an unknown name or option is refused with argparse's usage line."""
+def repeat_and_names(args: list[str], default: list[str], description: str = "",
+                     more: tuple[str, ...] = ()) -> tuple[int, list[str]]:
+    """`[--repeat N] [NAME ...]`: the names given (of `default` and `more`), else `default`; an
+    unknown name or option is refused with argparse's usage line."""
+    known = [*default, *more]
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--repeat", type=int, default=1, help="fresh runs per case; the least CPU is printed")
-    parser.add_argument("names", nargs="*", metavar="NAME", help=f"cases: {' '.join(default)} (default: all)")
+    parser.add_argument("names", nargs="*", metavar="NAME",
+                        help=f"cases: {' '.join(known)} (default: {' '.join(default)})")
     parsed = parser.parse_args(args)
     if parsed.repeat < 1:
         parser.error("--repeat: must be at least 1")
-    unknown = [name for name in parsed.names if name not in default]
+    unknown = [name for name in parsed.names if name not in known]
     if unknown:  # argparse's own `choices` refuses an empty list with nargs="*" on Python 3.11
-        parser.error(f"NAME: unknown case {', '.join(unknown)} (choose from {', '.join(default)})")
+        parser.error(f"NAME: unknown case {', '.join(unknown)} (choose from {', '.join(known)})")
     return parsed.repeat, parsed.names or default
 
 
