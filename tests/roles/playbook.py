@@ -81,3 +81,12 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
 def debug_values(results: list[dict]) -> list:
     """The `msg` of each debug task a host ran, in order."""
     return [r["msg"] for r in results if r.get("action") == "ansible.builtin.debug" and "msg" in r]
+
+
+def assert_refused(failures: dict[str, str], case: str, fragments, output: Path) -> None:
+    """A bad-input case failed, its message names each fragment (each broken rule), and the file
+    the role would have written is not there."""
+    assert case in failures, f"{case} was accepted"
+    for fragment in fragments:
+        assert fragment in failures[case]
+    assert not output.exists()
