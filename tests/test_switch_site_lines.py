@@ -51,16 +51,30 @@ def lab(tmp_path_factory):
                                                    "roles": ["switch_fabric"]}]))
     # the switch role runs as superpod runs it (the project's ansible.cfg: mitogen_linear)
     (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
+    # The first apply is the fixture's, not the first test's: pytest-xdist may hand this module's
+    # tests to two workers (each builds its own switch), and every test needs the pushed switch.
+    first_apply[tmp] = _play(tmp)
     return tmp
 
 
-def _play(lab: Path, *extra: str) -> dict:
+first_apply: dict[Path, dict] = {}  # each lab's first apply's stats
+
+
+def _play(lab: Path, *extra: str, hosts: str = "hosts.yml") -> dict:
     env = dict(os.environ, ANSIBLE_CONFIG=str(lab / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(lab / "hosts.yml"), str(lab / "play.yml"), *extra],
+    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(lab / hosts), str(lab / "play.yml"), *extra],
                           capture_output=True, text=True, env=env, check=False)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     return json.loads(proc.stdout)["stats"][HOST]
+
+
+def _hosts_with_extras(lab: Path, extras: dict, name: str) -> str:
+    """An inventory beside the lab's with other site lines (the lab's own stays as the fixture wrote it)."""
+    hosts = yaml.safe_load((lab / "hosts.yml").read_text())
+    hosts["all"]["hosts"][HOST]["switch_fabric_extra_nvue"] = extras
+    (lab / name).write_text(yaml.safe_dump(hosts))
+    return name
 
 
 def _applied(lab: Path) -> dict:
@@ -71,8 +85,7 @@ def test_site_nvue_is_pushed_with_the_plan_kept_and_not_reported_as_drift(lab):
     planned = yaml.safe_load((lab / "plan" / "startup.yaml").read_text())[0]["set"]
     assert "message" not in planned.get("system", {})  # the plan does not write it: only the site does
 
-    first = _play(lab)
-    assert first["changed"] > 0
+    assert first_apply[lab]["changed"] > 0
     applied = _applied(lab)
     assert applied["system"]["message"] == EXTRA["system"]["message"]
     # the plan is whole beside the site's lines
@@ -87,21 +100,17 @@ def test_site_nvue_is_pushed_with_the_plan_kept_and_not_reported_as_drift(lab):
 def test_without_the_site_lines_drift_reports_them(lab):
     """The same switch checked against a plan without the extras: the banner is drift (the
     comparison sees it, so the test above proves the merge, not a blind compare)."""
-    hosts = yaml.safe_load((lab / "hosts.yml").read_text())
-    hosts["all"]["hosts"][HOST]["switch_fabric_extra_nvue"] = {}
-    (lab / "hosts.yml").write_text(yaml.safe_dump(hosts))
-    assert _play(lab, "--check", "--diff")["changed"] > 0
+    without = _hosts_with_extras(lab, {}, "hosts-without-extras.yml")
+    assert _play(lab, "--check", "--diff", hosts=without)["changed"] > 0
 
 
 def test_a_snippet_the_nvue_model_refuses_stops_the_push_naming_its_path(lab):
     """A misspelt key in the site's lines: NVIDIA's NVUE model refuses the merged plan before anything
     is pushed, naming the path."""
-    hosts = yaml.safe_load((lab / "hosts.yml").read_text())
-    hosts["all"]["hosts"][HOST]["switch_fabric_extra_nvue"] = {"system": {"message": {"pre-logn": "x"}}}
-    (lab / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    misspelt = _hosts_with_extras(lab, {"system": {"message": {"pre-logn": "x"}}}, "hosts-misspelt.yml")
     before = (lab / "nvue" / "applied.yaml").read_text()
     env = dict(os.environ, ANSIBLE_CONFIG=str(lab / "ansible.cfg"), ANSIBLE_NOCOLOR="1")
-    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(lab / "hosts.yml"), str(lab / "play.yml")],
+    proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(lab / misspelt), str(lab / "play.yml")],
                           capture_output=True, text=True, env=env, check=False)
     assert proc.returncode != 0
     assert "system.message.pre-logn: unknown key" in proc.stdout, proc.stdout[-2000:]
