@@ -1,8 +1,8 @@
 """Bad input to rail_network and host_network fails in their validate step, naming the field and the
-rule it breaks, before anything is written. Checks that always run share one assert per role, and
-rail_network's RoCE and IPoIB address checks one loop (fewer host-tasks per node, issue 39): the
-message must still name only the rule that failed. Run by ansible-playbook on the roles' own
-validate.yml, each case one local host: the lab plan's node (the molecule scenarios' inventory)
+rule it breaks, before anything is written. Checks that always run share one assert per role
+(rail_network's per-rail name and RoCE or IPoIB address checks too: fewer host-tasks per node,
+issue 39): the message must name each rule that failed and only those. Run by ansible-playbook on
+the roles' own validate.yml, each case one local host: the lab plan's node (the molecule scenarios' inventory)
 with one field broken."""
 
 from __future__ import annotations
@@ -56,6 +56,11 @@ RAIL_CASES = {
     "infiniband-without-ipoib": ({"superpod_fabric_kind": "infiniband", "rails": _no_addresses()}, None, []),
     "netdev-too-long": ({"rails": _rails(netdev="enp24s0np0-way-too-long")},
                         ["rail 0 netdev 'enp24s0np0-way-too-long' is not a valid interface name"], ["needs address"]),
+    # two checks broken at once (they were two asserts, the first stopping the host): the one assert names both
+    "unknown-backend-and-peer-outside-subnet": ({"rail_network_backend": "ifupdown",
+                                                 "rails": _rails(peer="100.64.9.0")},
+                                                ["rail_network_backend must be one of", "peer '100.64.9.0'"],
+                                                ["unique", "IPoIB"]),
     "infiniband-without-ipoib-bad-name": ({"superpod_fabric_kind": "infiniband", "rails": _no_addresses()[:1]
                                            + [dict(_no_addresses()[1], netdev="ib 1")]},
                                           ["netdev 'ib 1' is not a valid interface name"], ["IPoIB"]),

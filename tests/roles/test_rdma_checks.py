@@ -2,7 +2,7 @@
 failure was its own task, skipped on every node with an RDMA NIC): bad input and a node without
 the NIC it must have each fail naming their rule, both at once name both, a good node passes.
 Run by ansible-playbook on local hosts: main.yml's own task with the role's defaults and vars,
-rdma_devices standing for what detect.yml found."""
+devices standing for what detect.yml's read found (rdma_devices, vars/main.yml)."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ def test_inputs_and_hardware_fail_naming_each_rule(tmp_path):
     tasks = yaml.safe_load((ROLE / "tasks/main.yml").read_text())
     task = copy.deepcopy(next(t for t in tasks if t.get("name") == NAME))
     # per host, over the role's defaults (the play's vars_files outrank host vars; task vars do not)
-    task["vars"] |= {"rdma_require_hardware": "{{ require }}",
+    task["vars"] |= {"rdma_require_hardware": "{{ require }}", "rdma_devices": "{{ devices }}",
                      "rdma_firmware_link_type": "{{ link_type | default('ETH') }}"}
     hosts = {
-        "good": {"rdma_devices": NIC, "require": True},
-        "no-nic-not-required": {"rdma_devices": [], "require": False},
-        "no-nic-required": {"rdma_devices": [], "require": True},
-        "bad-link-type": {"rdma_devices": NIC, "require": True, "link_type": "FC"},
-        "both": {"rdma_devices": [], "require": True, "link_type": "FC"},
+        "good": {"devices": NIC, "require": True},
+        "no-nic-not-required": {"devices": [], "require": False},
+        "no-nic-required": {"devices": [], "require": True},
+        "bad-link-type": {"devices": NIC, "require": True, "link_type": "FC"},
+        "both": {"devices": [], "require": True, "link_type": "FC"},
     }
     for hostvars in hosts.values():  # the DOCA URL's default names the architecture
         hostvars["test_facts"] = {"architecture": "x86_64", "distribution": "Debian",

@@ -9,8 +9,24 @@ import json
 import sys
 
 import pytest
+import yaml
 
+from tests.role_files import ROOT
 from tests.roles.playbook import run_play
+
+FIRMWARE_STEP = "ConnectX firmware settings of the rail HCAs (mlxconfig / mstconfig)"
+
+
+def firmware_tasks() -> list[dict]:
+    """The role's one read (detect.yml; public: its vars/main.yml, where what the read means is
+    derived, stay visible to the play) and main.yml's own firmware step, with its condition."""
+    main = yaml.safe_load((ROOT / "roles/rdma/tasks/main.yml").read_text())
+    step = next(t for t in main if t.get("name") == FIRMWARE_STEP)
+    # the host's stand-in facts also under --check (the read looks for the running kernel's module tree)
+    return [{"name": "Facts under --check too", "test_facts": {"facts": "{{ test_facts }}"}, "check_mode": False},
+            {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "detect.yml", "public": True}},
+            {"name": FIRMWARE_STEP, "when": step["when"],
+             "ansible.builtin.include_role": {"name": "rdma", "tasks_from": step["ansible.builtin.include_tasks"]}}]
 
 FAKE_MLXCONFIG = '''#!{python}
 import json, os, sys
@@ -97,10 +113,9 @@ def run(tmp, check=False, runs=1):
     for host, (fabric, vm, _cards, hcas) in CASES.items():
         hosts[host] = {"superpod_fabric_kind": fabric, "rails": [{"rail": i, "hca": h} for i, h in enumerate(hcas)],
                        "test_facts": {"virtualization_role": "guest" if vm else "host",
-                                      "virtualization_type": "kvm"}}
-    include = {"name": "rdma", "tasks_from": "firmware.yml"}
-    tasks = [{"ansible.builtin.include_role": include},
-             {"name": "Reasons", "ansible.builtin.debug": {"msg": "{{ rdma_firmware_reboot_reasons }}"}}] * runs
+                                      "virtualization_type": "kvm", "kernel": "6.1.0"}}
+    reasons_task = {"name": "Reasons", "ansible.builtin.debug": {"msg": "{{ rdma_firmware_reboot_reasons }}"}}
+    tasks = (firmware_tasks() + [reasons_task]) * runs
     extra = {"rdma_firmware_tool": f"{tmp}/{{{{ inventory_hostname }}}}/mlxconfig",
              "rdma_infiniband_class_dir": f"{tmp}/{{{{ inventory_hostname }}}}/ib"}
     return run_play(tmp, tasks, hosts, extra, check=check)
@@ -180,10 +195,10 @@ def test_rdma_core_replaced_under_the_running_kernel_is_a_reboot_reason(tmp_path
     modinfo.write_text(f"#!/bin/sh\n[ \"$1 $2 $3\" = '-F srcversion ib_core' ] && echo {installed}\n")
     modinfo.chmod(0o755)
     # public: the reasons are a role var (vars/main.yml), visible after the include only so
-    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "core.yml", "public": True}},
+    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "detect.yml", "public": True}},
              {"name": "Reasons", "ansible.builtin.debug": {"msg": "{{ rdma_core_reboot_reasons }}"}}]
-    results = run_play(tmp_path, tasks, {"node": {}}, {"rdma_ib_core_srcversion_file": str(srcversion),
-                                                       "rdma_modinfo_command": str(modinfo)})
+    results = run_play(tmp_path, tasks, {"node": {"test_facts": {"kernel": "6.1.0"}}},
+                       {"rdma_ib_core_srcversion_file": str(srcversion), "rdma_modinfo_command": str(modinfo)})
     [got] = reasons(results["node"])
     assert (got != []) == reason
     if reason:
@@ -192,14 +207,16 @@ def test_rdma_core_replaced_under_the_running_kernel_is_a_reboot_reason(tmp_path
 
 
 def firmware_report_play(tmp_path, host: str, **facts) -> tuple[list[dict], dict]:
-    """firmware.yml then report.yml on `host` (prepared by prepare()), with its report shown as task
-    "Report"; `facts` are the values the role's earlier files would have set."""
-    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
-             {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml"}},
-             {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
+    """The read, the firmware step, then report.yml on `host` (prepared by prepare()), with its report
+    shown as task "Report"; `facts` stand for what the rest of the read found."""
+    tasks = firmware_tasks() + [
+        {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "report.yml", "public": True}},
+        {"name": "Report", "ansible.builtin.debug": {"msg": "{{ rdma_report }}"}}]
     extra = {"rdma_firmware_tool": f"{tmp_path}/{host}/mlxconfig",
              "rdma_infiniband_class_dir": f"{tmp_path}/{host}/ib",
              "rdma_facts_file": f"{tmp_path}/{host}/superpod_rdma.fact",
+             "rdma_modules_file": f"{tmp_path}/{host}/superpod-rdma.conf",
+             "rdma_legacy_limits_file": f"{tmp_path}/{host}/limits.conf",
              "rdma_stack": "inbox", "rdma_memlock": {"managed": True, "hard": "unlimited"}, **facts}
     return tasks, extra
 
@@ -229,10 +246,10 @@ def test_check_mode_without_a_firmware_tool_says_not_readable(tmp_path):
 
 def test_firmware_read_is_reported_as_read(applied):
     tmp, _ = applied
-    tasks = [{"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "firmware.yml"}},
-             {"name": "State", "ansible.builtin.debug": {"msg": "{{ rdma_fw_state }}"}}]
+    tasks = firmware_tasks() + [{"name": "State", "ansible.builtin.debug": {"msg": "{{ rdma_fw_state }}"}}]
     results = run_play(tmp, tasks, {"ib-as-planned": {"superpod_fabric_kind": "infiniband",
-                                                      "rails": [{"rail": 0, "hca": "mlx5_0"}]}},
+                                                      "rails": [{"rail": 0, "hca": "mlx5_0"}],
+                                                      "test_facts": {"kernel": "6.1.0"}}},
                        {"rdma_firmware_tool": f"{tmp}/ib-as-planned/mlxconfig",
                         "rdma_infiniband_class_dir": f"{tmp}/ib-as-planned/ib"})
     assert [r["msg"] for r in results["ib-as-planned"] if r["task"] == "State"] == ["read"]
@@ -240,7 +257,7 @@ def test_firmware_read_is_reported_as_read(applied):
 
 def test_no_rail_hca_present_is_reported_with_one_warning(tmp_path):
     """Where no planned rail HCA is present (containers, a card missing) the rail-HCA steps
-    (firmware-hcas.yml) are not loaded at all, and the report still says why nothing was read;
+    (firmware.yml) are not loaded at all, and the report still says why nothing was read;
     what could not be applied and what waits for a reboot come in one warning task."""
     prepare(tmp_path, "bare", {}, {"mlx5_0": None})
     reason = "RDMA core: a stand-in reason"
