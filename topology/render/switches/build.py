@@ -77,7 +77,7 @@ def _gateways(device: Device, links: list[Link], own: dict[str, Address], layout
     return out
 
 
-def _host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device,
+def host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device,
                   pods: list[Address]) -> list[str]:
     """Subnets a leaf originates: its rail /31s (p2p) or its gateway subnets, and its nodes' pod prefixes."""
     nets = [a.network for a in own.values() if a.pool == "rails" and not a.interface.startswith("vlan")]
@@ -181,7 +181,7 @@ class IntentInputs:
         elif d.role == "inband_spine" and d.name in asn:
             bgp = inband_routing.spine_bgp(asn[d.name], own, inband_nbrs)
         elif d.name in asn:
-            subnets = _host_subnets(own, gateways, d, pods)
+            subnets = host_subnets(own, gateways, d, pods)
             aggs = sections.aggregates(subnets, self.host_space)
             nbrs = sections.neighbors(d.name, data_links, by_end, asn, unnumbered)
             if fabric == "inband":  # the routed uplinks are among `nbrs` already; add the peer link's

@@ -65,6 +65,12 @@ def ports(
 _ROUTED_POOLS = frozenset({"rails", "fabric_p2p", "border"})  # a port holds its address (else bridged or unnumbered)
 
 
+def routed_address(addr: Address | None) -> str:
+    """A port's own address (with its prefix length) where the port is routed: "" where it is
+    bridged or unnumbered (`ports` tests the same inline, a call less per port)."""
+    return addr.address if addr and (addr.pool in _ROUTED_POOLS or _oob_p2p(addr)) else ""
+
+
 def _by_port_name(p: Port) -> tuple:
     return port_key(p.name)
 
