@@ -37,10 +37,10 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
     base = Path(out_dir) / SUBDIR
     inputs = IntentInputs(layout)
     nvue = ShapeCache()  # this render's templates: a switch's text by its role's shape
-    fabric = FabricShapes(inputs, nvue)  # a compute switch of a known shape: straight from its cables
+    fabric = FabricShapes(inputs, nvue)  # a compute or rack OOB switch of a known shape: from its cables
     for d, fabric_name, model in inputs.switches:
         folder = base / d.name
-        got = fabric.render(d, model) if fabric_name == "compute" and fabric.on else None
+        got = fabric.render(d, fabric_name, model)
         if got is not None:
             text, slots = got
             yield folder / "startup.yaml", text
