@@ -227,8 +227,8 @@ def _plain_values(name: str, mine: list[str], peers: list[str], port_addresses: 
     None where nvue_shape would quote or write one otherwise."""
     nbr_peers = list(map(_PEER, nbrs))
     nums = [asn, *map(_REMOTE_AS, nbrs)]
-    if not (plain_names([name]) and plain_names(peers + nbr_peers)
-            and all_ipv4(mine + port_addresses + svi_addresses) and all_ipv4(bgp_addresses)
+    # nvue_shape's checks of the name, of the peers, of the addresses, each one pass over them all
+    if not (plain_names([name, *peers, *nbr_peers]) and all_ipv4(mine + port_addresses + svi_addresses + bgp_addresses)
             and _INT.issuperset(map(type, nums))):
         return None
     return [name, *mine, *peers, *port_addresses, *svi_addresses, *quoted, *bgp_addresses, *nbr_peers,

@@ -164,7 +164,7 @@ def network_key(cidr: str) -> tuple:
     if ":" in addr:
         return network(cidr).sort_key()
     plen = int(length) if length else 32
-    value = _v4(addr)
+    value = int.from_bytes(socket.inet_aton(addr), "big")  # _v4 inline: a call less per subnet
     first = value & ~((1 << (32 - plen)) - 1)
     return 4, first, plen - 1, value - first
 
