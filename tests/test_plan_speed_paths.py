@@ -22,7 +22,7 @@ from topology.layout.model import Link
 from topology.render import inventory
 from topology.render.slurm_plan import slurm_plan
 from topology.render.switches.nvue import _link_lines, _plain_or_quoted, _scalar
-from topology.render.switches.sections import _bounds, _spanning, address_key, network_key
+from topology.render.switches.sections import _all_bounds, _bounds, _spanning, address_key, network_key
 from topology.render.tables import SLOT, GFormats, RowShape, csv_text, shaped_csv_pieces
 
 
@@ -37,6 +37,15 @@ def test_integer_spanning_prefix_is_netaddrs():
         want = netaddr.IPNetwork(nets[0]).cidr if len(nets) == 1 else netaddr.spanning_cidr(nets)
         first, plen = _spanning([_bounds(n) for n in nets])
         assert f"{int_to_str(first)}/{plen}" == str(want), nets
+
+
+def test_bounds_parsed_inline_are_bounds():
+    """HostSpace parses the pod's host subnets inline: each one's bounds as _bounds gives them,
+    an address without a length, a length written oddly and IPv6 among them."""
+    rng = random.Random(17)
+    nets = [str(netaddr.IPNetwork((rng.randrange(1 << 32), rng.choice([0, 8, 24, 31, 32])))) for _ in range(500)]
+    nets += ["10.0.0.1", "10.0.0.0/032", "10.0.0.7/ 30", "fd00::/64", "2001:db8::1"]
+    assert _all_bounds(nets) == {n: _bounds(n) for n in nets}
 
 
 def test_uncached_scalars_and_link_lines_write_what_the_memo_writes():

@@ -8,11 +8,12 @@ from pathlib import Path
 
 from topology import catalog
 from topology.layout.model import Layout
-from topology.render.switches.build import iter_intents
+from topology.render.switches.build import IntentInputs
 from topology.render.switches.credentials import FILENAME as CREDENTIALS
 from topology.render.switches.credentials import render_credentials
 from topology.render.switches.frr import render_frr
 from topology.render.switches.intent import SwitchIntent
+from topology.render.switches.nvue_fabric import FabricShapes
 from topology.render.switches.nvue_shape import ShapeCache
 from topology.render.switches.opensm import opensm_conf, partitions_conf, storage_opensm_conf, storage_partitions_conf
 from topology.render.switches.sonic import port_map, render_config_db
@@ -34,17 +35,27 @@ def iter_switch_configs(layout: Layout, out_dir: Path) -> Iterator[tuple[Path, s
     """The switches' files one at a time (each rendered when asked for)."""
     cat = catalog.load()
     base = Path(out_dir) / SUBDIR
+    inputs = IntentInputs(layout)
     nvue = ShapeCache()  # this render's templates: a switch's text by its role's shape
-    for sw in iter_intents(layout):
-        model = cat.switches[sw.model]
+    fabric = FabricShapes(inputs, nvue)  # a compute or rack OOB switch of a known shape: from its cables
+    for d, fabric_name, model in inputs.switches:
+        folder = base / d.name
+        got = fabric.render(d, fabric_name, model)
+        if got is not None:
+            text, slots = got
+            yield folder / "startup.yaml", text
+            if slots:
+                yield folder / CREDENTIALS, slots
+            continue
+        sw = inputs.intent(d, fabric_name, model)
         if sw.os == "sonic":
-            yield base / sw.name / "config_db.json", render_config_db(sw, model)
-            yield base / sw.name / "frr.conf", sonic_frr_conf(sw, model)
+            yield folder / "config_db.json", render_config_db(sw, model)
+            yield folder / "frr.conf", sonic_frr_conf(sw, model)
         else:
-            yield base / sw.name / "startup.yaml", nvue.render(sw)
+            yield folder / "startup.yaml", nvue.render(sw)
         slots = render_credentials(sw)
         if slots:  # what the push fills in from the vault: names and protocols, never a secret
-            yield base / sw.name / CREDENTIALS, slots
+            yield folder / CREDENTIALS, slots
     if layout.spec.compute_fabric.kind == "infiniband":
         yield base / "subnet-manager" / "opensm.conf", opensm_conf(layout)
         yield base / "subnet-manager" / "partitions.conf", partitions_conf(layout)

@@ -77,7 +77,7 @@ def _gateways(device: Device, links: list[Link], own: dict[str, Address], layout
     return out
 
 
-def _host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device,
+def host_subnets(own: dict[str, Address], gateways: dict[int, str], device: Device,
                   pods: list[Address]) -> list[str]:
     """Subnets a leaf originates: its rail /31s (p2p) or its gateway subnets, and its nodes' pod prefixes."""
     nets = [a.network for a in own.values() if a.pool == "rails" and not a.interface.startswith("vlan")]
@@ -94,32 +94,51 @@ def build_intents(layout: Layout) -> list[SwitchIntent]:
 
 def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
     """The switches' intents one at a time: a renderer writing each before the next holds one."""
-    spec = layout.spec
-    cat = catalog.load()
-    switches = []  # (device, fabric, model) of each Ethernet switch, in the layout's order
-    for d in layout.devices:
-        fabric = FABRIC_OF_ROLE.get(d.role)
-        model = cat.switches.get(d.model)
-        if fabric is not None and model is not None and model.kind == "ethernet":
-            switches.append((d, fabric, model))  # InfiniBand switches: the subnet manager's (opensm.py)
-    # the switches' cables only: a list per node as well was half the appends (100k GPUs: 450k cables)
-    links_of: dict[str, list[Link]] = {d.name: [] for d, _, _ in switches}
-    of = links_of.get
-    for lk in (*layout.links, *layout.border_links):
-        if (mine := of(lk.a_device)) is not None:
-            mine.append(lk)
-        if (mine := of(lk.b_device)) is not None:
-            mine.append(lk)
-    by_end = OwnAddresses(layout.addresses_by_device)  # the peers' too: a session's far end
-    asn = {a.device: a.asn for a in layout.asns}
-    host_space = sections.HostSpace(a.network for a in layout.addresses if a.pool in ("rails", "storage", "rail_pods"))
-    by_name = {d.name: d for d in layout.devices}
-    partner = _partners(layout.devices)
-    services = _services(spec.switch_services)
-    no_bgp_services = replace(services, graceful_restart="off")  # made once, not per switch without BGP
-    os_of = {f: switch_os(spec, f) for f in set(FABRIC_OF_ROLE.values())}
-    for d, fabric, model in switches:
-        links = links_of[d.name]
+    inputs = IntentInputs(layout)
+    for d, fabric, model in inputs.switches:
+        yield inputs.intent(d, fabric, model)
+
+
+class IntentInputs:
+    """What the switches' intents read, prepared once per render (each switch's cables, every
+    device's own addresses, the ASNs, the pod's host space); `intent` makes one switch's intent
+    from them. topology/render/switches/nvue_fabric.py reads them too."""
+
+    def __init__(self, layout: Layout):
+        self.layout = layout
+        spec = layout.spec
+        cat = catalog.load()
+        switches = []  # (device, fabric, model) of each Ethernet switch, in the layout's order
+        for d in layout.devices:
+            fabric = FABRIC_OF_ROLE.get(d.role)
+            model = cat.switches.get(d.model)
+            if fabric is not None and model is not None and model.kind == "ethernet":
+                switches.append((d, fabric, model))  # InfiniBand switches: the subnet manager's (opensm.py)
+        # the switches' cables only: a list per node as well was half the appends (100k GPUs: 450k cables)
+        links_of: dict[str, list[Link]] = {d.name: [] for d, _, _ in switches}
+        of = links_of.get
+        for lk in (*layout.links, *layout.border_links):
+            if (mine := of(lk.a_device)) is not None:
+                mine.append(lk)
+            if (mine := of(lk.b_device)) is not None:
+                mine.append(lk)
+        by_end = OwnAddresses(layout.addresses_by_device)  # the peers' too: a session's far end
+        asn = {a.device: a.asn for a in layout.asns}
+        host_space = sections.HostSpace(
+            a.network for a in layout.addresses if a.pool in ("rails", "storage", "rail_pods"))
+        by_name = {d.name: d for d in layout.devices}
+        partner = _partners(layout.devices)
+        services = _services(spec.switch_services)
+        no_bgp_services = replace(services, graceful_restart="off")  # made once, not per switch without BGP
+        os_of = {f: switch_os(spec, f) for f in set(FABRIC_OF_ROLE.values())}
+        self.spec, self.switches, self.links_of, self.by_end, self.asn = spec, switches, links_of, by_end, asn
+        self.host_space, self.by_name, self.partner, self.os_of = host_space, by_name, partner, os_of
+        self.services, self.no_bgp_services = services, no_bgp_services
+
+    def intent(self, d: Device, fabric: str, model: catalog.SwitchModel) -> SwitchIntent:
+        """One switch's intent (`d`, of `fabric`, a `model` of the catalog's)."""
+        layout, spec, by_end, asn, by_name = self.layout, self.spec, self.by_end, self.asn, self.by_name
+        links = self.links_of[d.name]
         own, pods = by_end[d.name], by_end.pods(d.name)  # a leaf's pod gateways share its rail SVI: kept apart
         data_links = [lk for lk in links if lk.tier != "device-oob" or lk.b_device == d.name]
         if d.role == "oob_aggregation" or d.role == "oob_switch":
@@ -137,8 +156,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         unnumbered = fabric == "compute" and spec.compute_fabric.bgp_peering == "unnumbered"
         bgp = None
         pair = None
-        if fabric == "inband" and d.name in partner:
-            peer = by_name[partner[d.name]]
+        if fabric == "inband" and d.name in self.partner:
+            peer = by_name[self.partner[d.name]]
             theirs = {a.interface: a for a in layout.addresses_by_device.get(peer.name, [])}
             pair = pairing.pairing(spec.management.inband.pairing, d, peer, data_links, own, theirs, model.mgmt_port)
         # the OOB network's sessions (topology/layout/oob_routing.py): its switches, and the in-band
@@ -162,8 +181,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
         elif d.role == "inband_spine" and d.name in asn:
             bgp = inband_routing.spine_bgp(asn[d.name], own, inband_nbrs)
         elif d.name in asn:
-            subnets = _host_subnets(own, gateways, d, pods)
-            aggs = sections.aggregates(subnets, host_space)
+            subnets = host_subnets(own, gateways, d, pods)
+            aggs = sections.aggregates(subnets, self.host_space)
             nbrs = sections.neighbors(d.name, data_links, by_end, asn, unnumbered)
             if fabric == "inband":  # the routed uplinks are among `nbrs` already; add the peer link's
                 nbrs += inband_routing.peer_link_neighbor(pair, asn[d.name], asn)
@@ -189,11 +208,11 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
                 bonds = pairing.subnet_vlans(bonds, own, layout.addresses_by_device)
             if spec.switch_services.host_bond_edge:
                 bonds = tuple(replace(b, edge=True) for b in bonds)
-        yield SwitchIntent(
+        return SwitchIntent(
             name=d.name,
             role=d.role,
             model=d.model,
-            os=os_of[fabric],
+            os=self.os_of[fabric],
             fabric=fabric,
             ports=port_list,
             breakouts=sections.breakouts(model, port_list),
@@ -206,8 +225,8 @@ def iter_intents(layout: Layout) -> Iterator[SwitchIntent]:
             pairing=pair,
             qos=qos,
             notes=_notes(d.role),
-            services=services if bgp else no_bgp_services,
-            os_release=_os_release(spec, os_of[fabric]),
+            services=self.services if bgp else self.no_bgp_services,
+            os_release=_os_release(spec, self.os_of[fabric]),
         )
 
 

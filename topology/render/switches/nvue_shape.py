@@ -49,17 +49,25 @@ class ShapeCache:
         self.templates: dict[tuple, tuple[str, operator.itemgetter]] = {}
 
     def render(self, sw: SwitchIntent) -> str:
+        got = self.values_and_template(sw)
+        if got is None:
+            return render_nvue(sw)
+        values, (template, order) = got
+        return template % order(values)
+
+    def values_and_template(self, sw: SwitchIntent) -> tuple[list[str], tuple[str, operator.itemgetter]] | None:
+        """`sw`'s field values and its shape's (template, order), the template made if the shape is
+        new; None where render_nvue writes the switch itself."""
         fields = _fields(sw)
         if fields is None:  # a name to quote, a mapping's key twice
-            return render_nvue(sw)
+            return None
         key, values = fields
         entry = self.templates.get(key, ())
         if entry == ():
             entry = self.templates[key] = _template(sw)
         if entry is None:  # the shape's constant text holds a marker: every switch of it by render_nvue
-            return render_nvue(sw)
-        template, order = entry
-        return template % order(values)
+            return None
+        return values, entry
 
 
 def _template(sw: SwitchIntent) -> tuple[str, operator.itemgetter] | None:
@@ -111,13 +119,13 @@ def _fields(sw: SwitchIntent) -> tuple[tuple, list[str]] | None:
         nums += (bgp.asn, *map(_REMOTE_AS, nbrs))
         bgp_key = (bgp.unnumbered, bgp.max_paths, bgp.border, bool(bgp.router_id), len(bgp.networks),
                    len(bgp.aggregates), keys)
-    if not _plain_names([sw.name]):  # the header's comment writes the name as it is
+    if not plain_names([sw.name]):  # the header's comment writes the name as it is
         return None
     bond_peers = [b.peer for b in bonds]
     before = [sw.name, *own, *peers, *port_addresses, *svi_addresses, *bond_peers]
     after = [*bgp_addresses, *nbr_peers]
-    if (_plain_names([*peers, *bond_peers, *nbr_peers]) and _all_ipv4([*own, *port_addresses, *svi_addresses])
-            and _all_ipv4(bgp_addresses) and _INT.issuperset(map(type, nums))):
+    if (plain_names([*peers, *bond_peers, *nbr_peers]) and all_ipv4([*own, *port_addresses, *svi_addresses])
+            and all_ipv4(bgp_addresses) and _INT.issuperset(map(type, nums))):
         # every value as it is, checked once for the switch; a MAC address (quoted) and a backup address each
         values = [*before, *map(yaml_scalar, quoted), *after, *map(str, nums)]
     else:  # an ASN "external", an IPv6 address: each value as render_nvue writes it
@@ -133,14 +141,14 @@ def _fields(sw: SwitchIntent) -> tuple[tuple, list[str]] | None:
     return key, values
 
 
-def _plain_names(names: list[str]) -> bool:
+def plain_names(names: list[str]) -> bool:
     joined = "\n".join(names)
     return (joined.isascii() and not joined.encode().translate(None, _NAME_CHARS)
             and joined.count("\n") == len(names) - 1 and min(map(len, names)) > 5
             and _NAME_FIRST.issuperset(map(operator.itemgetter(0), names)))
 
 
-def _all_ipv4(addresses: list[str]) -> bool:
+def all_ipv4(addresses: list[str]) -> bool:
     joined = "\n".join(addresses)
     return not addresses or (joined.count("\n") == len(addresses) - 1 and _ALL_IPV4(joined) is not None)
 
