@@ -12,7 +12,7 @@ import pytest
 import yaml
 from ansible.module_utils.parsing.convert_bool import boolean
 
-from tests.role_files import ROOT
+from tests.role_files import ROOT, load
 from tests.roles.playbook import run_play
 
 DPKG_QUERY = """#!{python}
@@ -80,8 +80,28 @@ def test_repositories_and_package_changes_are_skipped_on_dgx_os(manager):
         assert got.strip() == want, (defers, got)
     wrapper = yaml.safe_load((ROOT / "roles/nvidia_driver/tasks" / f"driver-{manager}.yml").read_text())
     assert [t["ansible.builtin.import_tasks"] for t in wrapper] == [f"repos-{manager}.yml", f"packages-{manager}.yml"]
-    detect = next(t for t in tasks if (t.get("ansible.builtin.include_role") or {}).get("tasks_from") == "dgx_os.yml")
+    detect = next(t for t in tasks if t.get("ansible.builtin.import_tasks") == "detect.yml")
     assert tasks.index(detect) < tasks.index(include)
+
+
+def test_dgx_os_is_told_by_the_roles_one_read(tmp_path):
+    """/etc/dgx-release comes with the role's one read (detect.yml), where no earlier role of the play
+    said it already: its keys, lower-cased and unquoted, the serial number left out (as nvidia_repo's
+    dgx_os.yml reads them); no such file, no DGX OS."""
+    (tmp_path / "dgx.release").write_text('DGX_NAME="DGX Server"\nDGX_SWBUILD_VERSION="7.2.1"\n'
+                                          'DGX_SERIAL_NUMBER="1234"\nNOT_DGX=1\n')
+    tasks = [{"ansible.builtin.include_role": {"name": "nvidia_driver", "tasks_from": "detect.yml", "public": True}},
+             {"name": "Told", "ansible.builtin.debug": {"msg": {"os": "{{ nvidia_driver_dgx_os }}",
+                                                                "defers": "{{ nvidia_driver_dgx_os_defers }}"}}}]
+    release = {"dgx": str(tmp_path / "dgx.release"), "plain": str(tmp_path / "absent")}
+    family = load(ROOT / "roles/nvidia_driver/vars/Debian.yml")  # as include_vars gives them
+    hosts = {name: dict(family, test_facts={"kernel": "6.8.0-49-generic"}) for name in release}
+    given = {"nvidia_driver_dgx_release_file": "{{ paths[inventory_hostname] }}", "paths": release}
+    (tmp_path / "play").mkdir()
+    results = run_play(tmp_path / "play", tasks, hosts, given)
+    told = {host: next(r["msg"] for r in res if r["task"] == "Told") for host, res in results.items()}
+    assert told["dgx"] == {"os": DGX_OS, "defers": True}, told
+    assert told["plain"] == {"os": {}, "defers": False}, told
 
 
 def test_cuda_toolkit_on_dgx_os_adds_no_source_and_no_driver():

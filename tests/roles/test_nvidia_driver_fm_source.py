@@ -6,7 +6,8 @@ Canonical's driver.
 
 Judged by apt itself: two local flat repositories (Ubuntu's archive and NVIDIA's CUDA repository,
 hand-written Packages indexes) behind an APT_CONFIG of their own; the role's resolve-apt.yml
-runs the real `apt-cache show` on them, its apt-preferences.j2 is rendered with what it chose, and
+runs the real `apt-cache show` on them (vars/main.yml resolves from its output), its
+apt-preferences.j2 is rendered with what it chose, and
 `apt-get -s install` says which versions apt would install under that pin."""
 
 from __future__ import annotations
@@ -61,20 +62,23 @@ def _archive(root: Path, repos: dict[str, dict[str, list[str]]]) -> dict:
 
 
 def _resolve_and_pin(tmp_path: Path, monkeypatch, repos) -> tuple[dict, dict]:
-    """(what resolve-apt.yml chose, what `apt-get -s install` installs under the rendered pin)."""
+    """(what resolve-apt.yml's read resolved to, what `apt-get -s install` installs under the rendered pin)."""
     env = _archive(tmp_path / "apt", repos)
     monkeypatch.setenv("APT_CONFIG", env["APT_CONFIG"])
     family = load(ROLE / "vars/Ubuntu-24.yml")
-    host = {"nvidia_driver_version_probe": DRIVER, "nvidia_driver_fm_package": FM, "nvidia_driver_fabricmanager": True,
-            "nvidia_driver_version": "", "nvidia_driver_branch_effective": "580", "nvidia_driver_branch_latest": False,
-            "nvidia_driver_packages": {}, "nvidia_driver_family_pin_globs": family["nvidia_driver_family_pin_globs"],
-            "ansible_managed": "test"}
-    tasks = [*load(ROLE / "tasks/resolve-apt.yml"),
+    # the read is resolve-apt.yml's, the choice vars/main.yml's (the role's vars: include_role);
+    # the package names come as extra vars, above the role's own derivation of them
+    given = {"nvidia_driver_version_probe": DRIVER, "nvidia_driver_fm_package": FM, "nvidia_driver_fabricmanager": True,
+             "nvidia_driver_version": "", "nvidia_driver_branch_effective": "580", "nvidia_driver_branch_latest": False,
+             "nvidia_driver_packages": {}, "nvidia_driver_family_pin_globs": family["nvidia_driver_family_pin_globs"],
+             "ansible_managed": "test"}
+    read = {"name": "nvidia_driver", "tasks_from": "resolve-apt.yml", "public": True}
+    tasks = [{"ansible.builtin.include_role": read},
              {"name": "Chosen", "ansible.builtin.debug": {"msg": {
                  "driver": "{{ nvidia_driver_resolved_version }}",
                  "fm": "{{ nvidia_driver_fabricmanager_resolved_version }}",
                  "pin": "{{ lookup('ansible.builtin.template', '%s') }}" % (ROLE / "templates/apt-preferences.j2")}}}]
-    results = run_play(tmp_path / "play", tasks, {"ubuntu": host})["ubuntu"]
+    results = run_play(tmp_path / "play", tasks, {"ubuntu": {}}, given)["ubuntu"]
     assert not [r for r in results if r.get("failed")], results
     chosen = debug_values(results)[-1]
     (tmp_path / "apt/preferences").write_text(chosen["pin"])
