@@ -111,12 +111,19 @@ def test_grub_families_run_the_update_command_once(hugepages_runs):
     assert calls(tmp, "defaults-ubuntu") == [[]]  # first run records the stamp; the second changes nothing
 
 
+# host_tuning's inputs for a plan of iommu=pt alone; no governor (the read checks a planned one
+# against this machine's cpufreq, which these tests are not about)
+HOST_TUNING_IOMMU_ONLY = {"host_tuning_cstates_disabled": False, "host_tuning_iommu": "pt",
+                          "host_tuning_cpu_governor": ""}
+
+
 def test_host_tuning_grubby_gets_argv_not_a_shell_string(tmp_path):
     host = "rhel"
-    hosts = {host: dict(family_vars("host_tuning", "RedHat-9", tmp_path, host),
-                        host_tuning_cmdline_params=["iommu=pt"])}
+    # the plan: iommu=pt alone (the role derives its parameters from these inputs, vars/main.yml)
+    hosts = {host: dict(family_vars("host_tuning", "RedHat-9", tmp_path, host), **HOST_TUNING_IOMMU_ONLY)}
     prepare(tmp_path, host, "iommu=pt processor.max_cstate=1", {})
-    results = run_play(tmp_path, role_tasks("host_tuning", ["cmdline.yml"]), hosts, extra("host_tuning", tmp_path))
+    results = run_play(tmp_path, role_tasks("host_tuning", ["read.yml", "cmdline.yml"], public=True), hosts,
+                       extra("host_tuning", tmp_path))
     assert not [r for r in results[host] if r.get("failed")], results[host]
     assert calls(tmp_path, host) == [["--update-kernel=ALL", "--remove-args=processor.max_cstate=1"],
                                      ["--update-kernel=ALL", "--args=iommu=pt"]]

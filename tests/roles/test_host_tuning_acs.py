@@ -7,11 +7,15 @@ stand-in sysfs PCI tree and a stand-in `setpci` that keeps config space in a JSO
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.role_files import ROOT
 from tests.roles.playbook import run_play
+
+TASKS = ROOT / "roles/host_tuning/tasks"
 
 FAKE_SETPCI = '''#!{python}
 import json, os, sys
@@ -78,6 +82,24 @@ DGX_SERIAL_NUMBER="1234567890123"
 """
 
 
+# main.yml's include of the runtime changes (tasks/apply.yml), its own condition and file
+APPLY = "Apply now what differs on the running node"
+
+
+def apply_include() -> dict:
+    """The include with main.yml's own condition, through include_role (the role's script is found
+    in its files/, as in a role run)."""
+    task = next(t for t in yaml.safe_load((TASKS / "main.yml").read_text()) if t.get("name") == APPLY)
+    include = {"name": "host_tuning", "tasks_from": task["ansible.builtin.include_tasks"]}
+    return {"name": APPLY, "when": task["when"], "ansible.builtin.include_role": include}
+
+
+def running_numa_balancing() -> bool:
+    """This machine's NUMA balancing, planned as it is: the runtime include then has no sysctl to apply."""
+    path = Path("/proc/sys/kernel/numa_balancing")
+    return path.exists() and path.read_text().strip() != "0"
+
+
 def run(tmp, check=False, runs=1):
     for host in HOSTS:
         tree = json.loads(json.dumps(TREE))
@@ -87,10 +109,15 @@ def run(tmp, check=False, runs=1):
             prepare(tmp, host, tree)
             if host == "dgx-os":
                 (tmp / host / "dgx-release").write_text(DGX_RELEASE)
-    hosts = {h: dict(v, test_facts=f) for h, (f, v) in HOSTS.items()}
-    tasks = [{"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "dgx_os.yml"}},
-             {"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "acs_state.yml"}},
-             {"name": "State", "ansible.builtin.debug": {"msg": "{{ host_tuning_pcie_acs }}"}}] * runs
+    # no governor, the bootloader left to provisioning: only ACS is under test
+    plan = {"host_tuning_cpu_governor": "", "host_tuning_bootloader_method": "none",
+            "host_tuning_numa_balancing": running_numa_balancing()}
+    hosts = {h: dict(v, test_facts=f, **plan) for h, (f, v) in HOSTS.items()}
+    # the role's one read, main.yml's include of the runtime changes (ACS off where planned), the state
+    tasks = [{"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "read.yml", "public": True}},
+             apply_include(),
+             {"name": "State", "ansible.builtin.debug": {"msg": "{{ host_tuning_pcie_acs }}"}},
+             {"name": "DGX OS", "ansible.builtin.debug": {"msg": "{{ host_tuning_dgx_os }}"}}] * runs
     extra = {"host_tuning_pci_devices_dir": f"{tmp}/{{{{ inventory_hostname }}}}/pci",
              "host_tuning_pcie_acs_script": f"{tmp}/{{{{ inventory_hostname }}}}/superpod-pcie-acs",
              "host_tuning_setpci": f"{tmp}/{{{{ inventory_hostname }}}}/setpci",
@@ -98,8 +125,8 @@ def run(tmp, check=False, runs=1):
     return run_play(tmp, tasks, hosts, extra, check=check)
 
 
-def states(results):
-    return [r["msg"] for r in results if r["task"] == "State"]
+def states(results, task="State"):
+    return [r["msg"] for r in results if r["task"] == task]
 
 
 @pytest.fixture(scope="module")
@@ -117,8 +144,10 @@ def test_bare_metal_disables_acs_on_every_bridge_once(applied):
     first, second = states(results["bare-metal"])
     assert first == second == {"disable": True, "managed_by": "host_tuning", "tool": True, "enabled": [],
                                "bridges": {"0000:00:01.0": "0000", "0000:17:00.0": "0000", "0000:17:01.0": "0000"}}
+    # written by the first run; the second finds every bridge off and skips the runtime include
     writers = [r for r in results["bare-metal"] if "Disable PCIe ACS" in r["task"]]
-    assert [bool(r.get("changed")) for r in writers] == [True, False]
+    assert [bool(r.get("changed")) for r in writers] == [True], writers
+    assert [bool(r.get("skipped")) for r in results["bare-metal"] if r["task"] == APPLY] == [False, True]
 
 
 def test_vm_keeps_acs_and_reports_it(applied):
@@ -126,8 +155,8 @@ def test_vm_keeps_acs_and_reports_it(applied):
     assert acs(tmp, "vm") == {k: v.get("acs") for k, v in TREE.items()}
     assert states(results["vm"])[0]["disable"] is False
     assert states(results["vm"])[0]["enabled"] == ["0000:00:01.0", "0000:17:00.0"]
-    # nothing written to the bridges; the read tool installed once (the record check replays the read)
-    assert [r.get("action") for r in results["vm"] if r.get("changed")] == ["ansible.builtin.copy"]
+    # nothing written to the bridges, nothing changed (the read runs the role's script, no installed copy)
+    assert [r["task"] for r in results["vm"] if r.get("changed")] == []
 
 
 def test_dgx_os_leaves_acs_to_its_own_package(applied):
@@ -136,11 +165,10 @@ def test_dgx_os_leaves_acs_to_its_own_package(applied):
     state = states(results["dgx-os"])[0]
     assert state["disable"] is True and state["managed_by"] == "dgx-os (nvidia-acs-disable)"
     assert state["enabled"] == ["0000:00:01.0", "0000:17:00.0"]  # what node_check will flag
-    dgx = [r for r in results["dgx-os"] if "Record whether this is DGX OS" in r["task"]][0]["ansible_facts"]
-    assert dgx["host_tuning_dgx_os"]["dgx_swbuild_version"] == "6.3.1"
-    assert "dgx_serial_number" not in dgx["host_tuning_dgx_os"]
-    bare = [r for r in results["bare-metal"] if "Record whether this is DGX OS" in r["task"]][0]["ansible_facts"]
-    assert bare["host_tuning_dgx_os"] == {}
+    dgx = states(results["dgx-os"], "DGX OS")[0]
+    assert dgx["dgx_swbuild_version"] == "6.3.1"
+    assert "dgx_serial_number" not in dgx
+    assert states(results["bare-metal"], "DGX OS")[0] == {}
 
 
 def test_a_bridge_that_keeps_acs_fails_naming_it(applied):

@@ -18,7 +18,6 @@ import shutil
 import subprocess
 
 import pytest
-import yaml
 
 from tests.role_files import ROOT, load
 from tests.roles.playbook import debug_values, run_play
@@ -68,11 +67,11 @@ def test_ubuntu_unit_sets_the_governor_without_a_per_kernel_tool(tmp_path, famil
 
 
 RECORDED = ("ansible.builtin.package", "ansible.builtin.template", "ansible.builtin.systemd_service",
-            "ansible.builtin.file", "ansible.builtin.command")
+            "ansible.builtin.file", "ansible.builtin.command", "superpod_files")
 RECORDER = """#!/usr/bin/python
 from ansible.module_utils.basic import AnsibleModule
 module = AnsibleModule(argument_spec={"module": {"type": "str"}, "args": {"type": "dict"}}, supports_check_mode=True)
-module.exit_json(changed=True, recorded=module.params)
+module.exit_json(changed=True, recorded=module.params, changed_files=[])
 """
 
 
@@ -95,20 +94,25 @@ def test_rhel_sets_the_governor_through_a_tuned_profile(tmp_path):
     tuned = tmp_path / "tuned"
     tuned.mkdir()
     (tuned / "active_profile").write_text("virtual-guest\n")  # RHEL's default on a VM
-    # the files governor.yml includes (its packages, governor-tuned.yml) with the same swap
-    tasks = _governor_tasks(ROLE / "tasks/governor.yml")
-    for t in tasks:
-        if "ansible.builtin.include_tasks" in t:
-            name = t["ansible.builtin.include_tasks"]
-            (tmp_path / name).write_text(yaml.safe_dump(_governor_tasks(ROLE / "tasks" / name)))
-            t["ansible.builtin.include_tasks"] = str(tmp_path / name)
-    host = dict(_vars("RedHat-9"), test_facts=RHEL9, host_tuning_tuned_dir=str(tuned), superpod_package_facts=None)
+    # the role's one read (read-only, real), then the files main.yml runs for the governor (the
+    # packages, the boot units, tuned's profile) with the modules that change the node swapped
+    tasks = [{"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "read.yml", "public": True}}]
+    for name in ("packages.yml", "persist.yml", "governor-tuned.yml"):
+        tasks += _governor_tasks(ROLE / "tasks" / name)
+    host = dict(_vars("RedHat-9"), test_facts=RHEL9, host_tuning_tuned_dir=str(tuned), superpod_package_facts=None,
+                host_tuning_pcie_acs_disable=False)
     results = run_play(tmp_path, tasks, {"rhel": host})["rhel"]
     assert not [r for r in results if r.get("failed")], [r for r in results if r.get("failed")]
     ran = [r["recorded"] for r in results if "recorded" in r and not r.get("skipped")]
     templates = [r["args"]["src"] for r in ran if r["module"] == "ansible.builtin.template"]
-    assert templates == ["tuned.conf.j2"], ran  # no cpupower unit beside tuned
-    assert ["tuned"] in [r["args"]["name"] for r in ran if r["module"] == "ansible.builtin.package"]
+    assert templates == ["sysctl.conf.j2", "tuned.conf.j2"], ran
+    # no cpupower unit beside tuned: its entry is left out, and nothing enables it
+    [files] = [r["args"]["files"] for r in ran if r["module"] == "superpod_files"]
+    unit = [f for f in files if f.get("src") == "superpod-cpu-governor.service.j2"]
+    assert unit and not [f for f in unit if f["enabled"]], files
+    assert "superpod-cpu-governor.service" not in [r["args"]["name"] for r in ran
+                                                   if r["module"] == "ansible.builtin.systemd_service"]
+    assert "tuned" in [name for r in ran if r["module"] == "ansible.builtin.package" for name in r["args"]["name"]]
     assert {"argv": ["tuned-adm", "profile", "superpod-host-tuning"]} in [
         r["args"] for r in ran if r["module"] == "ansible.builtin.command"]
     profile = configparser.ConfigParser()

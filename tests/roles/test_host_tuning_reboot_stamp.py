@@ -13,7 +13,9 @@ from tests.roles.playbook import run_play
 from tests.roles.test_bootloader_cmdline import role_tasks
 
 OLD_BOOT, THIS_BOOT = "0b1d0c5e-1111-4e0a-9d5e-000000000001", "0b1d0c5e-2222-4e0a-9d5e-000000000002"
-CMDLINE = "kernel parameters not in the running kernel: iommu=pt"
+# a kernel parameter no running kernel has: planned, it is a reason (the read compares /proc/cmdline)
+MISSING_PARAM = "superpod.reboot-stamp-test=1"
+CMDLINE = f"kernel parameters not in the running kernel: {MISSING_PARAM}"
 BIOS = 'BIOS settings waiting for a reboot: {"SriovGlobalEnable": "Enabled"}'
 
 # host -> (the reasons found now, the previous report's reboot_reasons_since or None for no report)
@@ -25,8 +27,18 @@ CASES = {
 }
 
 
+def plan(reasons: list[str]) -> dict:
+    """The role's inputs that give these reasons: the kernel parameter planned, BIOS settings pending
+    (what tasks/bios.yml leaves); nothing else on the command line, no governor."""
+    return {"host_tuning_cstates_disabled": False, "host_tuning_iommu": "", "host_tuning_cpu_governor": "",
+            "host_tuning_bootloader_method": "grubby",
+            "host_tuning_kernel_params_extra": [MISSING_PARAM] if CMDLINE in reasons else [],
+            **({"host_tuning_bios_pending_reboot": {"SriovGlobalEnable": "Enabled"}} if BIOS in reasons else {})}
+
+
 @pytest.fixture(scope="module")
 def results(tmp_path_factory):
+    assert MISSING_PARAM not in open("/proc/cmdline").read().split()
     tmp = tmp_path_factory.mktemp("reboot-stamp")
     hosts = {}
     for host, (reasons, since) in CASES.items():
@@ -35,15 +47,21 @@ def results(tmp_path_factory):
         if since is not None:
             (tmp / host / "report.fact").write_text(json.dumps({"reboot_reasons": list(since),
                                                                 "reboot_reasons_since": since}) + "\n")
-        hosts[host] = {"host_tuning_reboot_reasons": reasons}
-    tasks = role_tasks("host_tuning", ["reboot_stamp.yml"]) + [
-        {"ansible.builtin.debug": {"msg": {"since": "{{ host_tuning_reboot_reasons_since }}",
+        hosts[host] = plan(reasons)
+    # the role's one read (the boot id, the previous report), then what vars/main.yml derives from it
+    tasks = role_tasks("host_tuning", ["read.yml"], public=True) + [
+        {"ansible.builtin.debug": {"msg": {"reasons": "{{ host_tuning_reboot_reasons }}",
+                                           "since": "{{ host_tuning_reboot_reasons_since }}",
                                            "still": "{{ host_tuning_still_pending_after_reboot }}"}}}]
     extra = {"host_tuning_boot_id_file": f"{tmp}/{{{{ inventory_hostname }}}}/boot_id",
-             "host_tuning_facts_file": f"{tmp}/{{{{ inventory_hostname }}}}/report.fact"}
+             "host_tuning_facts_file": f"{tmp}/{{{{ inventory_hostname }}}}/report.fact",
+             "host_tuning_hugepages_fact_file": f"{tmp}/{{{{ inventory_hostname }}}}/no-hugepages.fact"}
     out = run_play(tmp, tasks, hosts, extra)
-    return {h: next(r["msg"] for r in reversed(res) if r.get("action") == "ansible.builtin.debug")
-            for h, res in out.items()}
+    found = {h: next(r["msg"] for r in reversed(res) if r.get("action") == "ansible.builtin.debug")
+             for h, res in out.items()}
+    for host, (reasons, _) in CASES.items():
+        assert found[host].pop("reasons") == reasons, (host, found[host])
+    return found
 
 
 def test_a_new_reason_is_stamped_with_this_boot(results):

@@ -32,10 +32,9 @@ INSTALLS = {
                      ["Install the network tools"], REPORT),
     "hugepages": ("hugepages", "packages.yml", "hugepages_family_packages",
                   ["Install the HugePages tools (hugeadm)"], REPORT),
-    "host_tuning-pciutils": ("host_tuning", "acs_packages.yml", "host_tuning_pciutils_package",
-                             ["Install pciutils (setpci)"], REPORT),
-    "host_tuning-cpupower": ("host_tuning", "governor_packages.yml", "host_tuning_family_packages",
-                             ["Install cpupower"], REPORT),
+    # one install for both of its lists: the governor tools and pciutils
+    "host_tuning": ("host_tuning", "packages.yml", ("host_tuning_family_packages", "host_tuning_pciutils_package"),
+                    ["Install the governor tools and pciutils (setpci)"], REPORT),
     "fabric_telemetry": ("fabric_telemetry", "packages.yml", "fabric_telemetry_family_packages",
                          ["Find missing packages (apt, dry run)", "Refresh the package index (apt)",
                           "Install Python and virtualenv support"], None),
@@ -62,8 +61,9 @@ def _packages(key: str) -> list[str]:
     if var is None:  # cuda_toolkit: NVIDIA's cuda-toolkit-X-Y for each default version
         versions = load(ROOT / "roles" / role / "defaults/main.yml")["cuda_toolkit_versions"]
         return ["cuda-toolkit-" + v["version"].replace(".", "-") for v in versions]
-    found = {**load(ROOT / "roles" / role / "vars/main.yml"), **load(ROOT / "roles" / role / "vars/Debian.yml")}[var]
-    return found if isinstance(found, list) else [found]
+    values = {**load(ROOT / "roles" / role / "vars/main.yml"), **load(ROOT / "roles" / role / "vars/Debian.yml")}
+    found = [values[v] for v in var] if isinstance(var, tuple) else [values[var]]
+    return [p for f in found for p in (f if isinstance(f, list) else [f])]
 
 
 EVERYTHING = sorted({p for key in INSTALLS for p in _packages(key)})

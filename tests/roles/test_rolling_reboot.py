@@ -81,3 +81,31 @@ def test_no_reboot_without_a_current_reason(runs, host):
     assert "Reboot and wait for the node" not in ran
     assert not [r for r in runs[host] if r.get("action") == "ansible.builtin.include_role" and not r.get("skipped")
                 and r["task"].startswith("Re-run")]
+
+
+def test_the_rerun_after_the_reboot_reports_its_own_reasons(tmp_path):
+    """The reboot's facts (every role's reasons) must not stand in for host_tuning's own reasons in
+    the role's run after it (rolling_reboot.yml's "Re-run the tuning"): those are vars/main.yml
+    values, which a fact of the same name would shadow for the rest of the play."""
+    missing = "superpod.rolling-reboot-test=1"  # a parameter no running kernel has
+    assert missing not in open("/proc/cmdline").read().split()
+    write_fact(tmp_path, "host_tuning", {"reboot_required": False, "reboot_reasons": [], "cmdline_params": []})
+    write_fact(tmp_path, "nvidia_driver", {"reboot_required": True, "reboot_reasons": [DRIVER_REASON]})
+    plan = {"host_tuning_cstates_disabled": False, "host_tuning_iommu": "", "host_tuning_cpu_governor": "",
+            "host_tuning_bootloader_method": "grubby", "host_tuning_kernel_params_extra": [missing],
+            "test_facts": {"virtualization_role": "host", "virtualization_type": "kvm"}}
+    # the reboot play's task (refused: reboots are not allowed here), then the role's read in the rerun
+    tasks = [{"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "reboot",
+                                               "apply": {"ignore_errors": True}}},
+             {"ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": "read.yml", "public": True}},
+             {"name": "Own reasons", "ansible.builtin.debug": {"msg": {
+                 "reasons": "{{ host_tuning_reboot_reasons }}", "required": "{{ host_tuning_reboot_required }}"}}}]
+    extra = {"host_tuning_reboot_allowed": False, "host_tuning_local_facts_dir": str(tmp_path),
+             "host_tuning_facts_file": str(tmp_path / "superpod_host_tuning.fact"),
+             "host_tuning_hugepages_fact_file": str(tmp_path / "none.fact")}
+    (tmp_path / "play").mkdir()
+    results = run_play(tmp_path / "play", tasks, {"node": plan}, extra)["node"]
+    refused = [r for r in results if r.get("failed")]
+    assert refused and f"nvidia_driver: {DRIVER_REASON}" in refused[0]["msg"], results
+    [own] = [r["msg"] for r in results if r["task"] == "Own reasons"]
+    assert own == {"reasons": [f"kernel parameters not in the running kernel: {missing}"], "required": True}, own

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.role_files import ROOT, load
 from tests.roles.playbook import run_play
 from tests.roles.test_bootloader_cmdline import role_tasks
 
@@ -35,17 +36,37 @@ def shown(results: list[dict]) -> list[dict]:
     return [i for r in results if r["task"].split(" : ")[-1] == SHOW for i in r.get("results", [r])]
 
 
+# host_tuning's one read, then main.yml's include of the runtime changes with its own condition (no
+# governor, ACS left alone: only the sysctl is under test); hugepages' sysctl file of tasks
+HOST_TUNING_APPLY = "Apply now what differs on the running node"
+
+
+def host_tuning_tasks() -> list:
+    task = next(t for t in load(ROOT / "roles/host_tuning/tasks/main.yml") if t.get("name") == HOST_TUNING_APPLY)
+    return role_tasks("host_tuning", ["read.yml"], public=True) + [
+        {"name": HOST_TUNING_APPLY, "when": task["when"],
+         "ansible.builtin.include_role": {"name": "host_tuning", "tasks_from": task["ansible.builtin.include_tasks"]}}]
+
+
+ROLES = {
+    # role -> (its tasks, the host vars that plan KEY at a value, extra vars)
+    "host_tuning": (host_tuning_tasks, lambda value: {"host_tuning_numa_balancing": value == "1"},
+                    {"host_tuning_cpu_governor": "", "host_tuning_pcie_acs_disable": False,
+                     "host_tuning_bootloader_method": "none"}),
+    "hugepages": (lambda: role_tasks("hugepages", ["sysctl.yml"]), lambda value: {"hugepages_sysctls": {KEY: value}},
+                  {"hugepages_can_sysctl": True}),
+}
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("runtime-sysctl")
     before = running()
     out = {}
-    for role, sysctls_var, extra in (("host_tuning", "host_tuning_sysctls", {}),
-                                     ("hugepages", "hugepages_sysctls", {"hugepages_can_sysctl": True})):
-        hosts = {"drifted": {sysctls_var: {KEY: other(before)}}, "as-planned": {sysctls_var: {KEY: before}}}
+    for role, (tasks, planned, extra) in ROLES.items():
+        hosts = {"drifted": planned(other(before)), "as-planned": planned(before)}
         conf = tmp / f"{role}.conf"
-        out[role] = run_play(tmp, role_tasks(role, ["sysctl.yml"]), hosts,
-                             {f"{role}_sysctl_file": str(conf), **extra}, check=True)
+        out[role] = run_play(tmp, tasks(), hosts, {f"{role}_sysctl_file": str(conf), **extra}, check=True)
         assert not conf.exists()  # check mode wrote nothing
     assert running() == before  # nor changed the kernel
     return before, out
@@ -58,12 +79,20 @@ def test_a_runtime_sysctl_that_differs_is_reported_as_a_change_in_check_mode(run
     assert [i["msg"] for i in changed] == [f"{KEY}={other(before)} (running {before})"], out[role]["drifted"]
 
 
+def read_values(role: str, results: list[dict]) -> list[tuple[str, str]]:
+    """The running values the role read: (key, value) per planned sysctl."""
+    if role == "host_tuning":  # one superpod_state read; its sysctls command prints key=value per line
+        [read] = [r for r in results if r.get("commands")]
+        return [tuple(line.split("=", 1)) for line in read["commands"]["sysctls"]["stdout"].splitlines()]
+    [read] = [r for r in results if r["task"].split(" : ")[-1] == "Read the running sysctl values"]
+    return [(i["item"]["key"], i["stdout"]) for i in read["results"]]
+
+
 @pytest.mark.parametrize("role", ["host_tuning", "hugepages"])
 def test_a_runtime_sysctl_as_planned_is_no_drift(runs, role):
-    _, out = runs
+    before, out = runs
     results = out[role]["as-planned"]
     # the running value was read (and matched): the write and its check-mode report are not
     # even loaded there (one skipped include task), so nothing reports a change
-    read = [r for r in results if r["task"].split(" : ")[-1] == "Read the running sysctl values"]
-    assert read and [i["item"]["key"] for i in read[0]["results"]] == [KEY], results
+    assert read_values(role, results) == [(KEY, before)], results
     assert not shown(results), results
