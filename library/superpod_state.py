@@ -30,6 +30,8 @@ options:
       - Directory listings, each C(name), C(path), C(patterns) (shell globs matched against the entry's
         name) and C(file_type) (file, directory or any; default file): ansible.builtin.find's matches for
         those options, not recursing, hidden names and links' targets left out as find leaves them.
+      - C(slurp) true also reads each match's content into the result's C(slurp) (as a slurp entry of
+        that path would), for a role that reads the files it finds (no second call to read them).
     type: list
     elements: dict
     default: []
@@ -133,10 +135,12 @@ def main() -> None:
               for spec in p["commands"] if spec.get("required") and commands[spec["name"]]["rc"] != 0]
     if failed:
         module.fail_json(msg=f"superpod_state: required command failed: {'; '.join(failed)}", commands=commands)
+    found = {spec["name"]: listing(spec) for spec in p["find"]}
+    read = [*p["slurp"], *(path for spec in p["find"] if spec.get("slurp") for path in found[spec["name"]])]
     module.exit_json(changed=False,
                      stat={path: path_status(path) for path in p["stat"]},
-                     find={spec["name"]: listing(spec) for spec in p["find"]},
-                     slurp={path: content(path) for path in p["slurp"]},
+                     find=found,
+                     slurp={path: content(path) for path in read},
                      commands=commands)
 
 

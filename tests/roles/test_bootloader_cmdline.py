@@ -77,11 +77,17 @@ def hugepages_runs(tmp_path_factory):
     prepare(tmp, "defaults-rhel", "", {})
     prepare(tmp, "rhel-change", "default_hugepagesz=1G hugepagesz=1G hugepages=8 intel_idle.max_cstate=0",
             {"cmdline.d/60-host_tuning.conf": "iommu=pt\n"})
-    tasks = role_tasks("hugepages", ["plan.yml", "cmdline.yml"], runs=2, public=True) + [
+    # the read, the drop-in's write (with the role's other boot-time files, moved under tmp) and the
+    # bootloader step; nothing to install, no sysctl written to this machine's kernel
+    tasks = role_tasks("hugepages", ["detect.yml", "boot.yml", "cmdline.yml"], runs=2, public=True) + [
         {"ansible.builtin.debug": {"msg": "{{ hugepages_cmdline_params }}"}},
         {"ansible.builtin.debug": {"msg": "{{ hugepages_cmdline_missing }}"}},
     ]
-    return tmp, run_play(tmp, tasks, hosts, extra("hugepages", tmp))
+    elsewhere = {"hugepages_sysctl_file": f"{tmp}/{{{{ inventory_hostname }}}}/sysctl.conf",
+                 "hugepages_runtime_script": f"{tmp}/{{{{ inventory_hostname }}}}/libexec/superpod-hugepages",
+                 "hugepages_systemd_dir": f"{tmp}/{{{{ inventory_hostname }}}}/systemd",
+                 "hugepages_packages_to_install": [], "hugepages_can_sysctl": False}
+    return tmp, run_play(tmp, tasks, hosts, dict(extra("hugepages", tmp), **elsewhere))
 
 
 @pytest.mark.parametrize("host", ["defaults-ubuntu", "defaults-rhel"])

@@ -127,9 +127,10 @@ def test_networkmanager_keyfiles(rendered):
     assert ipv4["routing-rule1"] == "priority 2000 from 10.24.0.2/32 table 200"
 
 
-def _detect_task():
-    tasks = load(ROLE / "tasks/detect.yml")
-    return next(t for t in tasks if "host_network_protected" in t.get("ansible.builtin.set_fact", {}))
+def role_vars_tasks() -> list[dict]:
+    """The role's defaults and vars (where its derived values live), loaded as the role loads them."""
+    return [{"name": f"load {f}", "ansible.builtin.include_vars": str(ROLE / f)}
+            for f in ("defaults/main.yml", "vars/main.yml")]
 
 
 CASES = {
@@ -148,22 +149,14 @@ CASES = {
 
 
 def test_the_connection_link_is_protected(tmp_path):
-    task = _detect_task()
-    defaults = load(ROLE / "defaults/main.yml")
     hosts = {}
     for name, (facts, host, _) in CASES.items():
         facts = dict(facts, distribution="Ubuntu", distribution_major_version="24", os_family="Debian")
-        hosts[name] = dict(NODE, **POD, test_facts=facts, ansible_host_address=host,
-                           host_network_links_found={"files": []},
-                           host_network_pid1_status={"stdout": "CapEff:\t0000000000001000"},
-                           host_network_boot_id_file={"content": "YWJjCg=="},
-                           host_network_plan=[], host_network_protected_links=defaults["host_network_protected_links"],
-                           host_network_inband_interface="bond0",
-                           host_network_inband_members=NODE["superpod_inband_members"])
+        hosts[name] = dict(NODE, **POD, test_facts=facts, ansible_host_address=host)
     # ansible_host is the connection's own variable: stand it in through a task var
-    task = dict(task, vars=dict(task["vars"], ansible_host="{{ ansible_host_address }}"))
-    show = {"name": "show", "ansible.builtin.debug": {"msg": "{{ host_network_protected }}"}}
-    results = run_play(tmp_path, [task, show], hosts)
+    show = {"name": "show", "ansible.builtin.debug": {"msg": "{{ host_network_protected }}"},
+            "vars": {"ansible_host": "{{ ansible_host_address }}"}}
+    results = run_play(tmp_path, [*role_vars_tasks(), show], hosts)
     for name, (_, _, want) in CASES.items():
         assert debug_values(results[name])[-1] == want, name
 
@@ -176,19 +169,18 @@ PLAN = [{"kind": "bond", "netdev": "bond0", "members": ["enp41s0f1np1", "enp170s
         {"kind": "storage", "netdev": "enp41s0f0np0"}, {"kind": "storage", "netdev": "enp170s0f0np0"}]
 APPLY_CASES = {
     # Ansible is connected through bond0 and only a storage NIC changed: only that NIC is reconfigured.
-    "storage_changed": (["bond0", "enp41s0f1np1", "enp170s0f1np1"], ["enp170s0f0np0"],
-                        ["networkctl reload", "networkctl reconfigure enp170s0f0np0"], []),
+    "storage_changed": ("bond0", ["enp170s0f0np0"], ["networkctl reload", "networkctl reconfigure enp170s0f0np0"], []),
     # The bond's file changed too: nothing is reloaded (a reload would reconfigure the bond): held.
-    "bond_changed": (["bond0", "enp41s0f1np1", "enp170s0f1np1"], ["bond0", "enp41s0f0np0"], [],
-                     ["bond0", "enp41s0f1np1", "enp170s0f1np1"]),
+    "bond_changed": ("bond0", ["bond0", "enp41s0f0np0"], [], ["bond0", "enp41s0f1np1", "enp170s0f1np1"]),
     # First install over a provisioning NIC: the bond is not protected and is applied live.
-    "bond_first_install": (["eno1"], ["bond0"], ["networkctl reload",
-                                                 "networkctl reconfigure enp41s0f1np1 enp170s0f1np1"], []),
+    "bond_first_install": ("eno1", ["bond0"], ["networkctl reload",
+                                               "networkctl reconfigure enp41s0f1np1 enp170s0f1np1"], []),
 }
 
 
 def test_only_changed_unprotected_links_are_reconfigured(tmp_path, monkeypatch):
-    """The networkd/netplan apply step as the role runs it, with a stand-in networkctl that records its calls."""
+    """The networkd/netplan apply step as the role runs it, with a stand-in networkctl that records its
+    calls: the links come from the files the write changed (its changed_files), a bond's with its members."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "networkctl").write_text(FAKE_NETWORKCTL)
@@ -196,20 +188,26 @@ def test_only_changed_unprotected_links_are_reconfigured(tmp_path, monkeypatch):
     monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
     apply_tasks = load(ROLE / "tasks/apply-networkd.yml")
     show = {"name": "show", "ansible.builtin.debug": {"msg": "{{ host_network_held }}"}}
-    for name, (protected, changed, calls, held) in APPLY_CASES.items():
+    for name, (connected, changed, calls, held) in APPLY_CASES.items():
         log = tmp_path / f"{name}.log"
         log.write_text("")
         host = {
-            "host_network_protected": protected, "host_network_can_netadmin": True,
-            "host_network_present": [p["netdev"] for p in PLAN if p["kind"] != "bond"],
-            "host_network_inband_interface": "bond0", "host_network_file_prefix": "60-superpod-host-",
-            "host_network_render_argvs": [], "host_network_removed": {"results": []},
-            "host_network_written": [{"changed": p["netdev"] in changed, "item": p} for p in PLAN
-                                     if p["kind"] != "member"],
+            "test_facts": {"default_ipv4": {"interface": connected}, "interfaces": []},
+            "host_network_family_backend": "systemd-networkd", "host_network_plan": PLAN,
+            "superpod_inband_interface": "bond0", "superpod_inband_members": ["enp41s0f1np1", "enp170s0f1np1"],
+            # what the role's read found: every planned link but the bond present, CAP_NET_ADMIN
+            "host_network_state": {"find": {"links": [f"/sys/class/net/{p['netdev']}" for p in PLAN
+                                                      if p["kind"] != "bond"]},
+                                   "commands": {"pid1_caps": {"stdout": "CapEff:\t0000000000001000"}}},
+            # what the write changed: the changed links' files, and the sysctl file (not a link)
+            "host_network_files": {"changed_files": [*(f"/etc/systemd/network/60-superpod-host-{n}.network"
+                                                       for n in changed),
+                                                     "/etc/sysctl.d/60-superpod-host-network.conf"]},
+            "host_network_render_argvs": [],
         }
         monkeypatch.setenv("FAKE_NETWORK_LOG", str(log))
         (tmp_path / name).mkdir()
-        results = run_play(tmp_path / name, apply_tasks + [show], {name: host})
+        results = run_play(tmp_path / name, [*role_vars_tasks(), *apply_tasks, show], {name: host})
         assert log.read_text().splitlines() == calls, name
         assert debug_values(results[name])[-1] == held, name
 

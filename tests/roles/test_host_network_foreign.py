@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.role_files import ROOT, load
 from tests.roles.playbook import debug_values, run_play
 
-ROLE = ROOT / "roles/host_network"
 PLAN = [{"kind": "bond", "netdev": "bond0", "members": ["enp41s0f1np1", "enp170s0f1np1"]},
         {"kind": "member", "netdev": "enp41s0f1np1"}, {"kind": "member", "netdev": "enp170s0f1np1"},
         {"kind": "storage", "netdev": "enp41s0f0np0"}]
@@ -26,6 +24,8 @@ NM = "[connection]\nid=Wired connection 1\ntype=ethernet\ninterface-name=enp170s
 NETWORKD = "[Match]\nName=enp41s0f0*\n\n[Network]\nDHCP=yes\n"
 OURS = "network:\n  version: 2\n  ethernets:\n    enp41s0f1np1: {dhcp4: false}\n"
 UNRELATED = "[Match]\nName=eno3\n\n[Network]\nDHCP=yes\n"
+# this role's own keyfile on RHEL (its own prefix, not the netplan/networkd files' one): not another file
+OURS_NM = "[connection]\nid=superpod-host-bond0\ntype=bond\ninterface-name=bond0\n"
 
 
 def run(tmp_path, mode="warn"):
@@ -35,13 +35,16 @@ def run(tmp_path, mode="warn"):
     (dirs["netplan"] / "50-cloud-init.yaml").write_text(CLOUD_INIT)
     (dirs["netplan"] / "60-superpod-host-bond0.yaml").write_text(OURS)
     (dirs["nm"] / "Wired connection 1.nmconnection").write_text(NM)
+    (dirs["nm"] / "superpod-host-bond0.nmconnection").write_text(OURS_NM)
     (dirs["networkd"] / "10-storage.network").write_text(NETWORKD)
     (dirs["networkd"] / "20-eno3.network").write_text(UNRELATED)
-    host = {"host_network_plan": PLAN, "host_network_file_prefix": "60-superpod-host-",
-            "host_network_netplan_dir": str(dirs["netplan"]), "host_network_nm_dir": str(dirs["nm"]),
-            "host_network_networkd_dir": str(dirs["networkd"]), "host_network_foreign_config": mode}
-    show = {"name": "show", "ansible.builtin.debug": {"msg": "{{ host_network_foreign }}"}}
-    return run_play(tmp_path, load(ROLE / "tasks/foreign.yml") + [show], {"node": host})["node"]
+    # the role's read (tasks/detect.yml) of these directories, then its checks of what it found
+    extra = {"host_network_plan": PLAN, "host_network_family_backend": "netplan", "host_network_require_links": False,
+             "host_network_netplan_dir": str(dirs["netplan"]), "host_network_nm_dir": str(dirs["nm"]),
+             "host_network_networkd_dir": str(dirs["networkd"]), "host_network_foreign_config": mode}
+    tasks = [{"ansible.builtin.include_role": {"name": "host_network", "tasks_from": "detect.yml", "public": True}},
+             {"name": "show", "ansible.builtin.debug": {"msg": "{{ host_network_foreign }}"}}]
+    return run_play(tmp_path, tasks, {"node": {}}, extra)["node"]
 
 
 def test_other_files_defining_the_planned_links_are_named(tmp_path):

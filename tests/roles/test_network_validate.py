@@ -81,6 +81,12 @@ HOST_CASES = {
     "unknown-backend-and-bad-gateway": ({"host_network_backend": "ifupdown", "superpod_inband_gateway": "192.0.2.1"},
                                         ["host_network_backend: must be one of", "gateway '192.0.2.1'"],
                                         ["superpod_storage_nics"]),
+    # a storage NIC's own rules and a shared rule broken at once: one assert names both
+    "unknown-backend-and-bad-nic-address": ({"host_network_backend": "ifupdown", "superpod_storage_nics": [
+        dict(HOST_NODE["superpod_storage_nics"][0], address="10.24.0.2")] + HOST_NODE["superpod_storage_nics"][1:]},
+        ["host_network_backend: must be one of", "superpod_storage_nics: 'enp41s0f0np0' needs",
+         "got address '10.24.0.2'"],
+        ["enp170s0f0np0' needs"]),
 }
 
 

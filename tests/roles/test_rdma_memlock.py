@@ -20,17 +20,21 @@ def test_one_role_writes_memlock_limits():
     assert writers == ["hugepages"]
 
 
+# what hugepages' report reads from its detect step, given here instead of read from this machine;
+# PID 1 cannot take the raised default, so the handler that re-executes systemd is not run here
 HUGEPAGES_REPORT_VARS = {
     "hugepages_cmdline_missing": [], "hugepages_cmdline_params": [], "hugepages_can_sysctl": True,
     "hugepages_sysctl_pending": [], "hugepages_runtime_pages": [], "hugepages_can_sysfs": True,
-    "hugepages_memlock_raisable": True,
+    "hugepages_memlock_raisable": False, "hugepages_pid1_limits": {"hard": "65536", "cap_sys_resource": False},
 }
 
 
 def test_rdma_reports_the_limits_hugepages_recorded(tmp_path):
     facts = tmp_path / "facts.d"
     limits = tmp_path / "limits.d"
-    tasks = [{"ansible.builtin.include_role": {"name": "hugepages", "tasks_from": "report.yml"}},
+    (tmp_path / "pam").mkdir()  # as /etc/security/limits.d is on a node
+    # hugepages writes its report with the limits (tasks/memlock.yml), all of it under tmp_path here
+    tasks = [{"ansible.builtin.include_role": {"name": "hugepages", "tasks_from": "memlock.yml"}},
              {"ansible.builtin.include_role": {"name": "rdma", "tasks_from": "detect.yml", "public": True}},
              {"ansible.builtin.debug": {"msg": "{{ rdma_memlock }}"}}]
     hosts = {"limited": {"hugepages_memlock_soft": 4096, "hugepages_memlock_hard": 8192},
@@ -39,6 +43,8 @@ def test_rdma_reports_the_limits_hugepages_recorded(tmp_path):
         hostvars["test_facts"] = {"kernel": "6.1.0"}
     extra = dict(HUGEPAGES_REPORT_VARS,
                  hugepages_facts_file=f"{facts}/{{{{ inventory_hostname }}}}/superpod_hugepages.fact",
+                 hugepages_limits_file=f"{tmp_path}/pam/{{{{ inventory_hostname }}}}.conf",
+                 hugepages_systemd_memlock_file=f"{tmp_path}/system.conf.d/{{{{ inventory_hostname }}}}.conf",
                  rdma_hugepages_facts_file=f"{facts}/{{{{ inventory_hostname }}}}/superpod_hugepages.fact",
                  # where rdma wrote its own limits file before: nothing may appear there
                  rdma_limits_file=f"{limits}/{{{{ inventory_hostname }}}}.conf",

@@ -6,6 +6,7 @@ values are the judge, read here from /proc/sys; check mode writes nothing (asser
 
 from __future__ import annotations
 
+import base64
 import os
 from pathlib import Path
 
@@ -53,9 +54,16 @@ ROLES = {
     "host_tuning": (host_tuning_tasks, lambda value: {"host_tuning_numa_balancing": value == "1"},
                     {"host_tuning_cpu_governor": "", "host_tuning_pcie_acs_disable": False,
                      "host_tuning_bootloader_method": "none"}),
-    "hugepages": (lambda: role_tasks("hugepages", ["sysctl.yml"]), lambda value: {"hugepages_sysctls": {KEY: value}},
-                  {"hugepages_can_sysctl": True}),
+    # hugepages: its one read (detect.yml), then its change-only steps (changes.yml); nothing to
+    # install, no bootloader step, no runtime pages
+    "hugepages": (lambda: role_tasks("hugepages", ["detect.yml", "changes.yml"]),
+                  lambda value: {"hugepages_sysctls": {KEY: value}},
+                  {"hugepages_can_sysctl": True, "hugepages_packages_to_install": [],
+                   "hugepages_bootloader_stale": False}),
 }
+# hugepages' plan is a role variable (vars/main.yml), which host vars cannot override: its plan is
+# an extra var, one run per host
+PLAN_AS_EXTRA_VARS = {"hugepages"}
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +72,16 @@ def runs(tmp_path_factory):
     before = running()
     out = {}
     for role, (tasks, planned, extra) in ROLES.items():
-        hosts = {"drifted": planned(other(before)), "as-planned": planned(before)}
         conf = tmp / f"{role}.conf"
-        out[role] = run_play(tmp, tasks(), hosts, {f"{role}_sysctl_file": str(conf), **extra}, check=True)
+        extra = {f"{role}_sysctl_file": str(conf), **extra}
+        if role in PLAN_AS_EXTRA_VARS:
+            out[role] = {}
+            for host, value in (("drifted", other(before)), ("as-planned", before)):
+                (tmp / host).mkdir()
+                out[role].update(run_play(tmp / host, tasks(), {host: {}}, {**extra, **planned(value)}, check=True))
+        else:
+            hosts = {"drifted": planned(other(before)), "as-planned": planned(before)}
+            out[role] = run_play(tmp, tasks(), hosts, extra, check=True)
         assert not conf.exists()  # check mode wrote nothing
     assert running() == before  # nor changed the kernel
     return before, out
@@ -84,8 +99,9 @@ def read_values(role: str, results: list[dict]) -> list[tuple[str, str]]:
     if role == "host_tuning":  # one superpod_state read; its sysctls command prints key=value per line
         [read] = [r for r in results if r.get("commands")]
         return [tuple(line.split("=", 1)) for line in read["commands"]["sysctls"]["stdout"].splitlines()]
-    [read] = [r for r in results if r["task"].split(" : ")[-1] == "Read the running sysctl values"]
-    return [(i["item"]["key"], i["stdout"]) for i in read["results"]]
+    # hugepages: one superpod_state read of everything, the sysctl's /proc/sys file among them
+    [read] = [r for r in results if r.get("action") == "superpod_state"]
+    return [(KEY, base64.b64decode(read["slurp"][str(PROC)]).decode().strip())]
 
 
 @pytest.mark.parametrize("role", ["host_tuning", "hugepages"])

@@ -97,3 +97,18 @@ def test_a_malformed_entry_is_refused(tmp_path):
     task = {"superpod_state": {"commands": [{"name": "both", "argv": ["true"], "shell": "true"}]}}
     res = run_play(tmp_path, [task], HOST)["node"][-1]
     assert res.get("failed") is True and "either argv or shell" in res["msg"], res
+
+
+def test_a_listing_can_read_what_it_found(tmp_path):
+    """find with slurp: the matches' contents come back in the result's slurp, as slurp entries of those
+    paths would (one call where a role reads the files it lists: host_network's other network files)."""
+    root = tmp_path / "netplan"
+    root.mkdir()
+    (root / "50-cloud-init.yaml").write_text("network: {}\n")
+    (root / "notes.txt").write_text("not matched\n")
+    task = {"superpod_state": {"find": [{"name": "netplan", "path": str(root), "patterns": ["*.yaml"], "slurp": True},
+                                        {"name": "listed", "path": str(root), "patterns": ["*.txt"]}]},
+            "register": "state"}
+    state = run_play(tmp_path, [task], HOST)["node"][-1]
+    assert state["find"] == {"netplan": [str(root / "50-cloud-init.yaml")], "listed": [str(root / "notes.txt")]}
+    assert state["slurp"] == {str(root / "50-cloud-init.yaml"): base64.b64encode(b"network: {}\n").decode()}
