@@ -65,8 +65,8 @@ def results(tmp_path_factory):
     (tmp / "play.yml").write_text(yaml.safe_dump([{
         "hosts": "all", "gather_facts": False,
         "tasks": [
-            {"ansible.builtin.include_role": {"name": "nccl", "tasks_from": "validate.yml"}},
-            {"ansible.builtin.include_role": {"name": "nccl", "tasks_from": "settings.yml"}},
+            # public: the role's vars (nccl_settings, vars/main.yml) for the templates below
+            {"ansible.builtin.include_role": {"name": "nccl", "tasks_from": "validate.yml", "public": True}},
             {"ansible.builtin.template": {"src": str(ROOT / "roles/nccl/templates/nccl.conf.j2"),
                                           "dest": "{{ out }}", "mode": "0644"}},
             {"ansible.builtin.template": {"src": str(ROOT / "roles/nccl/templates/nccl.env.j2"),

@@ -274,7 +274,8 @@ def play_apply(fake, *extra):
         "superpod_fabric_kind": "roce", "rails": [dict(r, gpu=r["rail"]) for r in RAILS]}}}}))
     (tmp / "play.yml").write_text(yaml.safe_dump([{"hosts": "all", "gather_facts": False, "tasks": [
         {"ansible.builtin.include_role": {"name": "roce_qos", "tasks_from": "apply.yml"}}]}]))
-    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\n{ANSIBLE_STRATEGY_LINES}")
+    (tmp / "ansible.cfg").write_text(f"[defaults]\nroles_path = {ROOT / 'roles'}\nlibrary = {ROOT / 'library'}\n"
+                                     f"action_plugins = {ROOT / 'action_plugins'}\n{ANSIBLE_STRATEGY_LINES}")
     overrides = {"roce_qos_script": str(SCRIPT), "roce_qos_config_file": str(fake["cfg"]),
                  "roce_qos_sysfs_root": str(fake["root"]), "roce_qos_python": sys.executable}
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
@@ -285,6 +286,9 @@ def play_apply(fake, *extra):
     out = json.loads(proc.stdout)
     return {t["task"]["name"].removeprefix("roce_qos : "): t["hosts"]["node"]
             for p in out["plays"] for t in p["tasks"] if "node" in t["hosts"]}
+
+
+APPLY_INCLUDE = "Apply the settings that differ, or show them (check mode); enable the unit; fail on errors"
 
 
 def test_role_applies_once_is_idempotent_and_shows_drift_under_check(fake):
@@ -300,7 +304,7 @@ def test_role_applies_once_is_idempotent_and_shows_drift_under_check(fake):
     second = play_apply(fake)
     assert [n for n, r in second.items() if r.get("changed")] == []
     # nothing differs: the apply's include is skipped, so the apply task is not even loaded
-    assert second["Apply the settings that differ, or show them (check mode)"].get("skipped") is True
+    assert second[APPLY_INCLUDE].get("skipped") is True
     assert "Apply the QoS settings that differ" not in second
 
     (fake["root"] / ecn3).write_text("0\n")  # someone turned ECN off: drift
