@@ -18,10 +18,16 @@ FRAMES = ("_compile_template", "_compile_expression", "template (ansible/_intern
 
 
 def part(stack: str) -> str:
-    """Which process a stack belongs to: a forked worker, ansible-playbook, or the rest."""
-    if "ansible-playbook" in stack.split(";", 1)[0]:
-        return "worker" if "worker.py" in stack else "ansible-playbook"
-    return "other (superpod, runner events, mitogen)"
+    """Which process a stack belongs to. py-spy names each process in the chain (superpod, then
+    ansible-playbook, then its children); a forked worker's stack goes on through WorkerProcess."""
+    depth = sum(1 for frame in stack.split(";") if frame.startswith("process "))
+    if "WorkerProcess" in stack:
+        return "ansible-playbook's forked workers"
+    if depth == 2 and "ansible-playbook" in stack:
+        return "ansible-playbook"
+    if depth == 1:
+        return "superpod (ansible-runner, its events)"
+    return "other (mitogen's multiplexer, ...)"
 
 
 def main() -> None:
