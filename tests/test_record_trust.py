@@ -307,6 +307,7 @@ def test_superpod_state_reads_are_recorded_as_the_reads_they_stand_for_and_vette
         shell: |
           awk '/^Cap/' /proc/1/status
       - {name: uname, argv: [uname, "{{ flag }}"]}
+      - {name: versions, argv: "{{ ['apt-cache', 'show'] + packages }}"}
   register: state
   changed_when: false
   check_mode: false
@@ -315,13 +316,15 @@ def test_superpod_state_reads_are_recorded_as_the_reads_they_stand_for_and_vette
            "stat": {"/proc/sys/vm/nr_hugepages": {"exists": True, "isreg": True, "isdir": False, "writeable": False}},
            "slurp": {"/var/lib/superpod/bootloader-cmdline": None},
            "find": {"sizes": ["/sys/kernel/mm/hugepages/hugepages-2048kB"]},
-           "commands": {"limits": {"rc": 0, "stdout": "CapEff:\t0"}, "uname": {"rc": 0, "stdout": "6.1.0"}},
+           "commands": {"limits": {"rc": 0, "stdout": "CapEff:\t0"}, "uname": {"rc": 0, "stdout": "6.1.0"},
+                        "versions": {"rc": 0, "stdout": "Version: 1"}},
            "invocation": {"module_args": {
                "stat": ["/proc/sys/vm/nr_hugepages"], "slurp": ["/var/lib/superpod/bootloader-cmdline"],
                "find": [{"name": "sizes", "path": "/sys/kernel/mm/hugepages", "file_type": "directory",
                          "patterns": ["hugepages-*kB"]}],
                "commands": [{"name": "limits", "executable": "/bin/bash", "shell": "awk '/^Cap/' /proc/1/status\n"},
-                            {"name": "uname", "argv": ["uname", "-r"]}]}}}
+                            {"name": "uname", "argv": ["uname", "-r"]},
+                            {"name": "versions", "argv": ["apt-cache", "show", "libcuda1", "nvlsm"]}]}}}
     event = {"event": "runner_on_ok", "event_data": {"host": "n1", "task": "Read the state", "res": res,
                                                      "resolved_action": "superpod_state",
                                                      "task_path": f"{tasks}:1"}}
@@ -337,7 +340,9 @@ def test_superpod_state_reads_are_recorded_as_the_reads_they_stand_for_and_vette
                                         "executable": "/bin/bash"}
     assert probes["uname"]["args"] == {"argv": ["uname", "-r"]}
     assert probes["uname"]["task_path"] == "roles/r/tasks/main.yml:1"
-    assert [trusted_record.refusal(p, tmp_path) for p in probes.values()] == [None, None]
+    # an argv the task writes as one expression (a list of packages decided by the run) is any list
+    assert probes["versions"]["args"] == {"argv": ["apt-cache", "show", "libcuda1", "nvlsm"]}
+    assert [trusted_record.refusal(p, tmp_path) for p in probes.values()] == [None, None, None]
 
     forged = {**probes["limits"], "args": {**probes["limits"]["args"], "_raw_params": "id > /tmp/p"}}
     assert "arguments differ" in trusted_record.refusal(forged, tmp_path)

@@ -161,7 +161,8 @@ def state_command_args(spec: dict) -> dict:
     """A superpod_state command as the check replays it: the command and shell modules' arguments
     (a shell command runs as `executable -c script`, as the shell module runs it)."""
     if spec.get("argv"):
-        return {"argv": [str(a) for a in spec["argv"]]}
+        argv = spec["argv"]  # one expression that makes the whole list stays the task's text
+        return {"argv": argv if isinstance(argv, str) else [str(a) for a in argv]}
     return {"_raw_params": spec.get("shell"), "_uses_shell": True, "executable": spec.get("executable") or "/bin/sh"}
 
 
