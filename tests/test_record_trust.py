@@ -348,6 +348,12 @@ def test_superpod_state_reads_are_recorded_as_the_reads_they_stand_for_and_vette
     assert "arguments differ" in trusted_record.refusal(forged, tmp_path)
     assert "superpod_state task with the command 'other'" in trusted_record.refusal(
         {**probes["uname"], "state_command": "other"}, tmp_path)
+    # commands the task writes as one expression (decided by the run, as roce_qos's and
+    # cuda_toolkit's reads do): any recorded command of it, as an argv of one expression
+    state_task = tasks.read_text()
+    tasks.write_text(state_task.replace("    commands:\n", "    commands: \"{{ reads }}\"\n    unused:\n"))
+    assert [trusted_record.refusal(p, tmp_path) for p in probes.values()] == [None, None, None]
+    tasks.write_text(state_task)
     # the same task without changed_when: false is no declared read: its commands are not replayed
     tasks.write_text(tasks.read_text().replace("  changed_when: false\n", ""))
     event["event_data"]["task_path"] = f"{tasks}:1"

@@ -7,7 +7,8 @@ when
   this control node, unchanged since), and
 - the task it names (`task_path`, relative to the project) is, in the role files as they are
   now, a declared read (check_mode: false, changed_when: false) of the same module (command or
-  shell, or the same named command of a superpod_state task), and the recorded arguments are an
+  shell, or the same named command of a superpod_state task; any of its commands where the task
+  writes them as one expression, whose value the signed run decided), and the recorded arguments are an
   instance of the task's: each literal part of the task's text exactly, each `{{ ... }}` any value
   (the value came from the signed run; the variables behind it are inputs of that run,
   topology/operate/inputs.py).
@@ -55,12 +56,15 @@ def _instance_of(template, value) -> bool:
     return re.fullmatch(pattern, str(value), re.DOTALL) is not None
 
 
-def _task_args(task: dict, state_command: str | None = None) -> tuple[bool, dict] | None:
+def _task_args(task: dict, state_command: str | None = None) -> tuple[bool | None, dict] | None:
     """(shell?, arguments) of a command or shell task as its file writes them, or of the named
-    command of a superpod_state task (record_entries.state_command_args); None for others."""
+    command of a superpod_state task (record_entries.state_command_args); None for others;
+    (None, {}) where a superpod_state task's commands are one expression (any recorded command)."""
     if state_command is not None:
         state = next((task[k] for k in task if k in _STATE), None)
         specs = (state or {}).get("commands") if isinstance(state, dict) else None
+        if isinstance(specs, str) and _TEMPLATE.fullmatch(specs.strip()):
+            return None, {}  # one expression that makes the whole list: any command (the run's value)
         spec = next((c for c in specs or [] if isinstance(c, dict) and c.get("name") == state_command), None)
         if spec is None:
             return None
@@ -120,6 +124,8 @@ def refusal(entry: dict, project_dir: Path, playbook_dir: Path | None = None) ->
     if task is None:
         return f"read {entry.get('probe')!r}: no declared read at {where} in today's role files"
     parsed = _task_args(task, entry.get("state_command"))
+    if parsed == (None, {}):
+        return None
     if parsed is None:
         state = f" nor a superpod_state task with the command {entry['state_command']!r}" \
             if "state_command" in entry else ""
