@@ -56,15 +56,20 @@ def _instance_of(template, value) -> bool:
     return re.fullmatch(pattern, str(value), re.DOTALL) is not None
 
 
-def _task_args(task: dict, state_command: str | None = None) -> tuple[bool | None, dict] | None:
+def _state_commands_one_expression(task: dict) -> bool:
+    """A superpod_state task whose commands are one expression: any recorded command of it is the
+    run's value, as an argv of one expression is."""
+    state = next((task[k] for k in task if k in _STATE), None)
+    specs = state.get("commands") if isinstance(state, dict) else None
+    return isinstance(specs, str) and _TEMPLATE.fullmatch(specs.strip()) is not None
+
+
+def _task_args(task: dict, state_command: str | None = None) -> tuple[bool, dict] | None:
     """(shell?, arguments) of a command or shell task as its file writes them, or of the named
-    command of a superpod_state task (record_entries.state_command_args); None for others;
-    (None, {}) where a superpod_state task's commands are one expression (any recorded command)."""
+    command of a superpod_state task (record_entries.state_command_args); None for others."""
     if state_command is not None:
         state = next((task[k] for k in task if k in _STATE), None)
         specs = (state or {}).get("commands") if isinstance(state, dict) else None
-        if isinstance(specs, str) and _TEMPLATE.fullmatch(specs.strip()):
-            return None, {}  # one expression that makes the whole list: any command (the run's value)
         spec = next((c for c in specs or [] if isinstance(c, dict) and c.get("name") == state_command), None)
         if spec is None:
             return None
@@ -123,9 +128,9 @@ def refusal(entry: dict, project_dir: Path, playbook_dir: Path | None = None) ->
     task = declared_read(f"{file}:{line}")
     if task is None:
         return f"read {entry.get('probe')!r}: no declared read at {where} in today's role files"
-    parsed = _task_args(task, entry.get("state_command"))
-    if parsed == (None, {}):
+    if "state_command" in entry and _state_commands_one_expression(task):
         return None
+    parsed = _task_args(task, entry.get("state_command"))
     if parsed is None:
         state = f" nor a superpod_state task with the command {entry['state_command']!r}" \
             if "state_command" in entry else ""

@@ -104,7 +104,7 @@ class FabricShapes:
             return None
         ends, peers, addresses, sessions = [], [], [], {}  # ends: (port, speed, tier) of each cable end here
         asn_get, own_get, routed = asn_of.get, own.get, sections.routed_address
-        for lk in inputs.links_of[name]:
+        for lk in inputs.links_of[name]:  # sections.far_end inlined: one call less per cable end
             if lk.a_device == name:
                 local, peer, peer_port = lk.a_port, lk.b_device, lk.b_port
             else:
@@ -170,7 +170,7 @@ class FabricShapes:
             return None
         ends, peers, addresses, sessions = [], [], [], {}
         asn_get, own_get, routed = asn_of.get, own.get, sections.routed_address
-        for lk in inputs.links_of[name]:
+        for lk in inputs.links_of[name]:  # sections.far_end inlined: one call less per cable end
             if lk.a_device == name:
                 local, peer, peer_port = lk.a_port, lk.b_device, lk.b_port
             else:
