@@ -8,10 +8,18 @@ ansible-core), it falls back to ansible.builtin.linear with a warning instead of
 Either way each play first loads the Jinja filter and test plugins in ansible-playbook itself
 (warm_jinja_plugins): Ansible forks a worker per host-task, and a worker whose task uses a filter
 or test otherwise loads every one of them from source itself, the parent never having done it
-(a tenth of the controller's CPU in a no-op `apply --full`, docs/operations.md "Seventh pass")."""
+(a tenth of the controller's CPU in a no-op `apply --full`, docs/operations.md "Seventh pass"),
+and before each host-task's worker is forked it compiles the task's template strings there
+(topology/operate/jinja_compile_memo.py): a worker otherwise compiles every role var it renders
+again, at every use (a quarter of the controller's CPU, docs/operations.md "Tenth pass")."""
 
 from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
+
+try:
+    from topology.operate import jinja_compile_memo
+except ImportError:  # ansible-playbook run without superpod installed: no memo
+    jinja_compile_memo = None
 
 
 def warm_jinja_plugins() -> None:
@@ -23,11 +31,17 @@ def warm_jinja_plugins() -> None:
 
 
 class WarmPluginsFirst:
-    """A strategy that warms the Jinja plugins in ansible-playbook before each play runs."""
+    """A strategy that warms the Jinja plugins in ansible-playbook before each play runs, and the
+    compiled templates of each host-task before its worker is forked."""
 
     def run(self, iterator, play_context):
         warm_jinja_plugins()
         return super().run(iterator, play_context)
+
+    def _queue_task(self, host, task, task_vars, play_context):
+        if jinja_compile_memo is not None:
+            jinja_compile_memo.warm(jinja_compile_memo.task_values(task_vars, task.args))
+        return super()._queue_task(host, task, task_vars, play_context)
 
 
 try:
