@@ -60,7 +60,7 @@ def run_play(tmp: Path, tasks: list, hosts: dict[str, dict], extra_vars: dict | 
                                      f"library = {tmp / 'library'}:{ROOT / 'library'}\n"
                                      f"filter_plugins = {ROOT / 'filter_plugins'}\n"
                                      f"action_plugins = {ROOT / 'action_plugins'}\n{strategy}"
-                                     "deprecation_warnings = false\n")
+                                     "private_role_vars = true\ndeprecation_warnings = false\n")
     env = dict(os.environ, ANSIBLE_CONFIG=str(tmp / "ansible.cfg"), ANSIBLE_STDOUT_CALLBACK="ansible.posix.json",
                ANSIBLE_NOCOLOR="1", ANSIBLE_FORKS="8")
     proc = subprocess.run([str(PLAYBOOK_BIN), "-i", str(tmp / "inventory.yml"), "-e", f"@{tmp / 'extra.json'}",
