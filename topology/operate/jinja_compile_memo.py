@@ -106,22 +106,18 @@ def task_values(task_vars: c.Mapping[str, t.Any], task_args: t.Any) -> list[t.An
 
 def warm(values: c.Iterable[t.Any]) -> int:
     """Compile every trusted template string in VALUES as Ansible renders a variable (its default
-    environment, backslashes escaped), unless compiled already. Returns how many were compiled."""
+    environment, backslashes escaped), unless compiled already. Returns how many entries the memo gained."""
     global warm_environment
     if not install():
         return 0
     if warm_environment is None:
         warm_environment = ansible_jinja.AnsibleEnvironment()
-    compiled = 0
-    key_settings = settings_key(warm_environment)
+    before = len(memo)
     with ansible_jinja._TemplateCompileContext(escape_backslashes=True):
         for value in values:
             for source in template_strings(value):
-                if (str(source), None, None, False, True, key_settings) in memo:
-                    continue
                 try:
-                    warm_environment.compile(source)
+                    warm_environment.compile(source)  # the memo's own lookup: a known string costs its key
                 except Exception:  # a broken template fails where Ansible renders it, with its own message
                     continue
-                compiled += 1
-    return compiled
+    return len(memo) - before
