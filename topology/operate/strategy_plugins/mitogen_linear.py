@@ -17,9 +17,9 @@ from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
 
 try:
-    from topology.operate import jinja_compile_memo
+    from topology.operate import jinja_compile_memo, jinja_vars_memo
 except ImportError:  # ansible-playbook run without superpod installed: no memo
-    jinja_compile_memo = None
+    jinja_compile_memo = jinja_vars_memo = None
 
 
 def warm_jinja_plugins() -> None:
@@ -36,6 +36,8 @@ class WarmPluginsFirst:
 
     def run(self, iterator, play_context):
         warm_jinja_plugins()
+        if jinja_vars_memo is not None:
+            jinja_vars_memo.install()
         return super().run(iterator, play_context)
 
     def _queue_task(self, host, task, task_vars, play_context):
