@@ -88,7 +88,8 @@ def test_renders_are_the_same_with_and_without_it_and_follow_changed_variables()
     assert plain_base > 1 and shared_base == 1, (plain_base, shared_base)
 
 
-MUTATION = re.compile(r"\b([a-z_][a-z_0-9]*)(?:\.[a-z_][a-z_0-9]*)*\.(?:append|extend|insert|update|setdefault|pop|remove|clear)\(")
+MUTATION = re.compile(r"\b([a-z_][a-z_0-9]*)(?:\.[a-z_][a-z_0-9]*)*"
+                      r"\.(?:append|extend|insert|update|setdefault|pop|remove|clear)\(")
 JINJA_FILES = ("templates/**/*.j2", "vars/*.yml", "defaults/*.yml", "tasks/*.yml")
 
 
@@ -108,3 +109,24 @@ def test_the_roles_templates_change_only_containers_they_made():
                         changed_elsewhere.append(f"{path.relative_to(ROOT)}: {name}")
     assert seen > 0, "no container changes found: the pattern no longer matches the roles' Jinja"
     assert not changed_elsewhere, changed_elsewhere
+
+
+def rendered_reads(tmp_path: Path, mitogen: bool) -> int:
+    """How many times a play's variable that three others read is rendered in one task: the count of
+    lines its pipe lookup appends."""
+    from tests.roles.playbook import debug_values, run_play
+
+    log = tmp_path / f"renders-{mitogen}.log"
+    tasks = [{"name": "read base through three others", "ansible.builtin.debug": {"msg": "{{ [a, b, c] }}"},
+              "vars": {"base": "{{ lookup('ansible.builtin.pipe', 'echo x >> " + str(log) + "; echo 1') }}",
+                       "a": "{{ base }}", "b": "{{ base }}{{ base }}", "c": "{{ a }}{{ b }}"}}]
+    results = run_play(tmp_path, tasks, {"node1": {}}, mitogen=mitogen)
+    assert debug_values(results["node1"]) == [["1", "11", "111"]]
+    return len(log.read_text().splitlines())
+
+
+def test_the_strategy_shares_the_variables_in_its_workers(tmp_path):
+    """Through ansible.cfg's strategy (mitogen_linear) a worker renders the variable once for the
+    task; through ansible-core's own linear strategy (no memo) once per read."""
+    assert rendered_reads(tmp_path, mitogen=True) == 1
+    assert rendered_reads(tmp_path, mitogen=False) > 1

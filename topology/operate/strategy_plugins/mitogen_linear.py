@@ -11,7 +11,9 @@ or test otherwise loads every one of them from source itself, the parent never h
 (a tenth of the controller's CPU in a no-op `apply --full`, docs/operations.md "Seventh pass"),
 and before each host-task's worker is forked it compiles the task's template strings there
 (topology/operate/jinja_compile_memo.py): a worker otherwise compiles every role var it renders
-again, at every use (a quarter of the controller's CPU, docs/operations.md "Tenth pass")."""
+again, at every use (a quarter of the controller's CPU, docs/operations.md "Tenth pass"). A worker
+also renders each of a task's variables once for the task instead of once per template that reads it
+(topology/operate/jinja_vars_memo.py, docs/operations.md "Eleventh pass")."""
 
 from ansible.plugins.loader import filter_loader, test_loader
 from ansible.utils.display import Display
@@ -31,8 +33,9 @@ def warm_jinja_plugins() -> None:
 
 
 class WarmPluginsFirst:
-    """A strategy that warms the Jinja plugins in ansible-playbook before each play runs, and the
-    compiled templates of each host-task before its worker is forked."""
+    """A strategy that warms the Jinja plugins in ansible-playbook before each play runs (and shares a
+    templar's lazy variables between its renders), and the compiled templates of each host-task
+    before its worker is forked."""
 
     def run(self, iterator, play_context):
         warm_jinja_plugins()
