@@ -80,8 +80,9 @@ def install() -> bool:
 
     def flatten_and_lazify_vars(mapping: c.Mapping) -> c.Iterable[c.Mapping]:
         if type(mapping) is dict and mapping:
-            templar = TemplateContext.current().templar
-            if mapping is templar.available_variables:
+            context = TemplateContext.current(optional=True)
+            templar = context.templar if context is not None else None
+            if templar is not None and mapping is templar.available_variables:
                 yield lazy_variables(templar, mapping, flatten_and_lazify)
                 return
         yield from flatten_and_lazify(mapping)
