@@ -51,7 +51,7 @@ RENDER = textwrap.dedent("""
     out["registered"] = templar.template(T("{{ result.rc }}"))
     variables["result"] = {"rc": 1}
     out["registered again"] = templar.template(T("{{ result.rc }}"))
-    # a template that appends to what a variable renders to: seen by that render only
+    # a template that appends to what a variable renders to, then a later render of the variable
     out["appended"] = templar.template(T("{% set w = words %}{{ w.append('z') or w | join }}"))
     out["appended again"] = templar.template(T("{{ words | join }}"))
     # a conditional with its own locals on top, and a new mapping

@@ -5,7 +5,7 @@ each of the (hundreds of) variables is wrapped again, and a variable is rendered
 reads it, the result kept in that copy only. A role var of `vars/main.yml` that reads five others
 renders them in a new copy of its own, so a var that ten others read is rendered ten times in one
 task, and every render wraps the whole variable set again (the lazy wrapping alone was an eighth of
-the controller's CPU in a no-op `apply --full`; docs/operations.md, "Eleventh pass").
+the controller's profile samples in a no-op `apply --full`; docs/operations.md, "Eleventh pass").
 
 This keeps, per templar, the lazy copy of its own variables and hands Jinja that one again while
 the variables are the same: the same mapping, holding the same keys bound to the same objects
@@ -48,24 +48,24 @@ class LazyVariables:
         """Whether MAPPING is the one this was made from, unchanged: the same keys, each bound to
         the same object (a replaced value is a new object; the old one is held here, so its
         identity cannot be reused)."""
-        return (mapping is self.mapping and len(mapping) == len(self.keys)
-                and tuple(mapping) == self.keys
+        return (mapping is self.mapping and tuple(mapping) == self.keys
                 and all(map(operator.is_, mapping.values(), self.values)))
 
 
-by_templar: dict[int, tuple[t.Any, LazyVariables]] = {}
+# keyed by the templar itself (hashed by identity; held here, so no other templar takes its place)
+by_templar: dict[t.Any, LazyVariables] = {}
 
 
 def lazy_variables(templar: t.Any, mapping: dict, lazify: c.Callable[[dict], c.Iterable[c.Mapping]]) -> c.Mapping:
     """The lazy copy of TEMPLAR's own variables MAPPING: the one made before while they are
     unchanged, else a new one (LAZIFY, ansible-core's own)."""
-    entry = by_templar.get(id(templar))
-    if entry is not None and entry[0] is templar and entry[1].still_for(mapping):
-        return entry[1].lazy
+    entry = by_templar.get(templar)
+    if entry is not None and entry.still_for(mapping):
+        return entry.lazy
     (lazy,) = lazify(mapping)
     if entry is None and len(by_templar) >= MAX_TEMPLARS:
         del by_templar[next(iter(by_templar))]
-    by_templar[id(templar)] = (templar, LazyVariables(mapping, lazy))
+    by_templar[templar] = LazyVariables(mapping, lazy)
     return lazy
 
 
